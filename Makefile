@@ -1,0 +1,51 @@
+# pario: the two commands of the README.
+#   make demo   build everything and run the main job (native MPI-IO vs pario, both MPIs)
+#   make test   build everything and run every test (C unit + MPI tests on both MPIs, Python)
+# Both install what they need on a fresh Debian 12 machine (as root) first.
+FLAVOURS ?= openmpi mpich
+BUILD    ?= build
+JOBS     ?= $(shell nproc)
+PY       ?= /usr/bin/python3
+VENV     ?= $(BUILD)/venv
+
+.PHONY: all deps build venv test test-c test-python test-sanitize demo clean
+
+all: build
+
+deps:
+	./scripts/install-deps.sh
+
+build: deps
+	@for f in $(FLAVOURS); do \
+	  cmake -S . -B $(BUILD)/$$f -DPARIO_MPI=$$f -DPARIO_WERROR=ON >/dev/null && \
+	  cmake --build $(BUILD)/$$f -j $(JOBS) || exit 1; \
+	done
+
+venv: deps
+	@[ -x $(VENV)/bin/python ] || $(PY) -m venv --system-site-packages $(VENV)
+	@$(VENV)/bin/pip install -q -e './python[test]'
+
+test-c: build
+	@for f in $(FLAVOURS); do \
+	  echo "== ctest ($$f)"; \
+	  ctest --test-dir $(BUILD)/$$f --output-on-failure -j 2 --timeout 300 || exit 1; \
+	done
+
+test-sanitize: deps
+	cmake -S . -B $(BUILD)/asan-mpich -DPARIO_MPI=mpich -DPARIO_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build $(BUILD)/asan-mpich -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 \
+	  ctest --test-dir $(BUILD)/asan-mpich --output-on-failure -j 2 --timeout 300 -L sanitize
+
+test-python: build
+	@if [ -f python/pyproject.toml ]; then \
+	  $(MAKE) venv && $(VENV)/bin/python -m pytest -q tests/python; \
+	else echo "no python package yet"; fi
+
+test: test-c test-sanitize test-python
+
+demo: build
+	./scripts/demo.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

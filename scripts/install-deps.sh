@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Install what building, testing and benchmarking pario needs on Debian 12 (run as root).
+# Idempotent: skips apt when everything is already there.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
+      python3 python3-venv python3-pip python3-mpi4py liburing-dev)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}"
+fi

@@ -1,0 +1,166 @@
+/* File-level entry points: open, close, delete, size, preallocation, sync, info, group,
+ * access mode and atomicity. Thin: check arguments, call the core, route errors. */
+#include "core/file.h"
+
+PARIO_EXPORT int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) {
+  pario_file *f = NULL;
+  if (!fh) return pario_file_error(MPI_FILE_NULL, pario_err(MPI_ERR_ARG, "MPI_File_open", filename, 0, "null handle pointer"));
+  *fh = MPI_FILE_NULL;
+  int rc = pario_open(comm, filename, amode, info, &f);
+  if (rc != MPI_SUCCESS) return pario_file_error(MPI_FILE_NULL, rc);
+  *fh = pario_handle(f);
+  return MPI_SUCCESS;
+}
+PARIO_WEAK_ALIAS(MPI_File_open)
+
+PARIO_EXPORT int PMPI_File_close(MPI_File *fh) {
+  pario_file *f;
+  if (!fh) return pario_file_error(MPI_FILE_NULL, pario_err(MPI_ERR_ARG, "MPI_File_close", NULL, 0, "null handle pointer"));
+  int rc = pario_file_check(*fh, "MPI_File_close", &f);
+  if (rc != MPI_SUCCESS) return rc;
+  MPI_Errhandler eh = f->eh;
+  rc = pario_close(f);
+  *fh = MPI_FILE_NULL;
+  /* The file is gone: report through the handler it had, as the default would not apply. */
+  if (rc != MPI_SUCCESS && eh != MPI_ERRORS_RETURN) return pario_file_error(MPI_FILE_NULL, rc);
+  return rc;
+}
+PARIO_WEAK_ALIAS(MPI_File_close)
+
+PARIO_EXPORT int PMPI_File_delete(const char *filename, MPI_Info info) {
+  (void)info;
+  return pario_file_error(MPI_FILE_NULL, pario_delete(filename));
+}
+PARIO_WEAK_ALIAS(MPI_File_delete)
+
+/* set_size and preallocate: collective, same size on all ranks, rank 0 acts, all agree. */
+static int resize(MPI_File fh, const char *op, MPI_Offset size, int preallocate) {
+  pario_file *f;
+  int rc = pario_file_check(fh, op, &f);
+  if (rc != MPI_SUCCESS) return rc;
+  int bad = size < 0 ? pario_err(MPI_ERR_ARG, op, f->filename, 0, "negative size %lld", (long long)size)
+          : (f->amode & MPI_MODE_RDONLY) ? pario_err(MPI_ERR_READ_ONLY, op, f->filename, 0, "file opened MPI_MODE_RDONLY")
+          : (f->amode & MPI_MODE_SEQUENTIAL) ? pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, 0, "not allowed with MPI_MODE_SEQUENTIAL")
+          : MPI_SUCCESS;
+  rc = pario_check_same(f, op, "size", bad == MPI_SUCCESS ? size : -1);
+  if (bad != MPI_SUCCESS) return pario_file_error(fh, bad);
+  if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
+  int e = 0;
+  if (f->rank == 0) {
+    off_t cur = 0;
+    e = f->drv->size(f->dh, &cur);
+    if (!e && preallocate && size > cur) e = f->drv->allocate(f->dh, 0, (off_t)size);
+    if (!e && !preallocate) e = f->drv->truncate(f->dh, (off_t)size);
+  }
+  PMPI_Bcast(&e, 1, MPI_INT, 0, f->comm);
+  if (e) rc = pario_err(pario_errno_class(e), op, f->filename, e, "cannot %s to %lld bytes",
+                        preallocate ? "preallocate" : "resize", (long long)size);
+  return pario_file_error(fh, rc);
+}
+
+PARIO_EXPORT int PMPI_File_set_size(MPI_File fh, MPI_Offset size) { return resize(fh, "MPI_File_set_size", size, 0); }
+PARIO_WEAK_ALIAS(MPI_File_set_size)
+
+PARIO_EXPORT int PMPI_File_preallocate(MPI_File fh, MPI_Offset size) { return resize(fh, "MPI_File_preallocate", size, 1); }
+PARIO_WEAK_ALIAS(MPI_File_preallocate)
+
+PARIO_EXPORT int PMPI_File_get_size(MPI_File fh, MPI_Offset *size) {
+  static const char op[] = "MPI_File_get_size";
+  pario_file *f;
+  int rc = pario_file_check(fh, op, &f);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!size) return pario_file_error(fh, pario_err(MPI_ERR_ARG, op, f->filename, 0, "null size pointer"));
+  off_t s = 0;
+  int e = f->drv->size(f->dh, &s);
+  if (e) return pario_file_error(fh, pario_err(pario_errno_class(e), op, f->filename, e, "cannot get size"));
+  *size = s;
+  return MPI_SUCCESS;
+}
+PARIO_WEAK_ALIAS(MPI_File_get_size)
+
+PARIO_EXPORT int PMPI_File_sync(MPI_File fh) {
+  static const char op[] = "MPI_File_sync";
+  pario_file *f;
+  int rc = pario_file_check(fh, op, &f);
+  if (rc != MPI_SUCCESS) return rc;
+  int e = (f->amode & MPI_MODE_RDONLY) ? 0 : f->drv->sync(f->dh);
+  int code = e ? pario_err(pario_errno_class(e), op, f->filename, e, "fsync failed") : MPI_SUCCESS;
+  int worst = pario_agree(f->comm, code); /* collective: everyone's data is on storage after it */
+  if (worst != MPI_SUCCESS && code == MPI_SUCCESS)
+    code = pario_err(worst, op, f->filename, 0, "sync failed on another rank");
+  return pario_file_error(fh, code);
+}
+PARIO_WEAK_ALIAS(MPI_File_sync)
+
+PARIO_EXPORT int PMPI_File_get_group(MPI_File fh, MPI_Group *group) {
+  pario_file *f;
+  int rc = pario_file_check(fh, "MPI_File_get_group", &f);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!group) return pario_file_error(fh, pario_err(MPI_ERR_ARG, "MPI_File_get_group", f->filename, 0, "null group pointer"));
+  return pario_file_error(fh, PMPI_Comm_group(f->comm, group));
+}
+PARIO_WEAK_ALIAS(MPI_File_get_group)
+
+PARIO_EXPORT int PMPI_File_get_amode(MPI_File fh, int *amode) {
+  pario_file *f;
+  int rc = pario_file_check(fh, "MPI_File_get_amode", &f);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!amode) return pario_file_error(fh, pario_err(MPI_ERR_ARG, "MPI_File_get_amode", f->filename, 0, "null pointer"));
+  *amode = f->amode;
+  return MPI_SUCCESS;
+}
+PARIO_WEAK_ALIAS(MPI_File_get_amode)
+
+PARIO_EXPORT int PMPI_File_set_info(MPI_File fh, MPI_Info info) {
+  pario_file *f;
+  int rc = pario_file_check(fh, "MPI_File_set_info", &f);
+  if (rc != MPI_SUCCESS) return rc;
+  pthread_mutex_lock(&f->lock);
+  pario_hints_update(&f->hints, info);
+  pthread_mutex_unlock(&f->lock);
+  return MPI_SUCCESS;
+}
+PARIO_WEAK_ALIAS(MPI_File_set_info)
+
+PARIO_EXPORT int PMPI_File_get_info(MPI_File fh, MPI_Info *info_used) {
+  pario_file *f;
+  int rc = pario_file_check(fh, "MPI_File_get_info", &f);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!info_used) return pario_file_error(fh, pario_err(MPI_ERR_ARG, "MPI_File_get_info", f->filename, 0, "null info pointer"));
+  pthread_mutex_lock(&f->lock);
+  rc = pario_hints_to_info(&f->hints, info_used);
+  pthread_mutex_unlock(&f->lock);
+  return pario_file_error(fh, rc);
+}
+PARIO_WEAK_ALIAS(MPI_File_get_info)
+
+PARIO_EXPORT int PMPI_File_set_atomicity(MPI_File fh, int flag) {
+  static const char op[] = "MPI_File_set_atomicity";
+  pario_file *f;
+  int rc = pario_file_check(fh, op, &f);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = pario_check_same(f, op, "atomicity flag", flag != 0);
+  if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
+  int e = 0;
+  if (flag) /* prove that byte-range locks work here before promising atomicity */
+    e = f->drv->lock_probe(f->dh, (f->amode & MPI_MODE_RDONLY) ? PARIO_LOCK_READ : PARIO_LOCK_WRITE);
+  int code = e ? pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, e,
+                           "atomic mode needs byte-range locks, which this file system refuses")
+               : MPI_SUCCESS;
+  int worst = pario_agree(f->comm, code);
+  if (worst != MPI_SUCCESS && code == MPI_SUCCESS)
+    code = pario_err(worst, op, f->filename, 0, "atomic mode cannot be honoured on another rank");
+  if (code == MPI_SUCCESS) f->atomic = flag != 0;
+  return pario_file_error(fh, code);
+}
+PARIO_WEAK_ALIAS(MPI_File_set_atomicity)
+
+PARIO_EXPORT int PMPI_File_get_atomicity(MPI_File fh, int *flag) {
+  pario_file *f;
+  int rc = pario_file_check(fh, "MPI_File_get_atomicity", &f);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!flag) return pario_file_error(fh, pario_err(MPI_ERR_ARG, "MPI_File_get_atomicity", f->filename, 0, "null pointer"));
+  *flag = f->atomic;
+  return MPI_SUCCESS;
+}
+PARIO_WEAK_ALIAS(MPI_File_get_atomicity)

@@ -1,0 +1,133 @@
+/* Errors: errno -> MPI error class, and MPI error codes whose strings name the operation,
+ * the file and the system error. Codes are recycled per class from a small ring so a long
+ * run that fails often does not exhaust the MPI library's dynamic error codes. */
+#include "core/common.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RING 16
+#define MAXCLASSES 64
+
+static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
+#define MSGLEN 512
+static struct {
+  int cls, n, next;
+  int codes[RING];
+  char (*msgs)[MSGLEN]; /* message of codes[i], for hosts whose error strings are unreliable */
+} ring[MAXCLASSES];
+static int nring;
+
+/* A code of class cls for msg: a new one while the class's ring has room, else the oldest. */
+static int code_for(int cls, const char *msg) {
+  int i, k;
+  for (i = 0; i < nring && ring[i].cls != cls; i++) {}
+  if (i == nring) {
+    if (nring == MAXCLASSES) return cls;
+    ring[i].msgs = calloc(RING, MSGLEN);
+    if (!ring[i].msgs) return cls;
+    ring[i].cls = cls;
+    nring++;
+  }
+  if (ring[i].n < RING) {
+    int code;
+    if (PMPI_Add_error_code(cls, &code) != MPI_SUCCESS) return cls;
+    k = ring[i].n++;
+    ring[i].codes[k] = code;
+  } else {
+    k = ring[i].next;
+    ring[i].next = (ring[i].next + 1) % RING;
+  }
+  snprintf(ring[i].msgs[k], MSGLEN, "%s", msg);
+  return ring[i].codes[k];
+}
+
+int pario_err_lookup(int code, char *buf, int *len) {
+  int found = 0;
+  pthread_mutex_lock(&err_lock);
+  for (int i = 0; i < nring && !found; i++)
+    for (int k = 0; k < ring[i].n && !found; k++)
+      if (ring[i].codes[k] == code) {
+        *len = snprintf(buf, MPI_MAX_ERROR_STRING, "%s", ring[i].msgs[k]);
+        found = 1;
+      }
+  pthread_mutex_unlock(&err_lock);
+  return found;
+}
+
+int pario_err(int errclass, const char *op, const char *path, int syserr, const char *fmt, ...) {
+  char msg[MPI_MAX_ERROR_STRING], detail[MPI_MAX_ERROR_STRING / 2];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  if (syserr)
+    snprintf(msg, sizeof msg, "%s: %s%s%s: %s", op, path ? path : "", path ? ": " : "", detail, strerror(syserr));
+  else
+    snprintf(msg, sizeof msg, "%s: %s%s%s", op, path ? path : "", path ? ": " : "", detail);
+  int initialized = 0, finalized = 0;
+  PMPI_Initialized(&initialized);
+  PMPI_Finalized(&finalized);
+  if (!initialized || finalized) return errclass;
+  pthread_mutex_lock(&err_lock);
+  int code = code_for(errclass, msg);
+  if (code != errclass) PMPI_Add_error_string(code, msg);
+  pthread_mutex_unlock(&err_lock);
+  pario_log(1, "%s", msg);
+  return code;
+}
+
+int pario_errno_class(int e) {
+  switch (e) {
+    case 0: return MPI_SUCCESS;
+    case ENOENT:
+    case ENOTDIR: return MPI_ERR_NO_SUCH_FILE;
+    case EACCES:
+    case EPERM: return MPI_ERR_ACCESS;
+    case EEXIST: return MPI_ERR_FILE_EXISTS;
+    case ENOSPC: return MPI_ERR_NO_SPACE;
+#ifdef EDQUOT
+    case EDQUOT: return MPI_ERR_QUOTA;
+#endif
+    case EROFS: return MPI_ERR_READ_ONLY;
+    case ENAMETOOLONG:
+    case EISDIR:
+    case ELOOP: return MPI_ERR_BAD_FILE;
+    case ETXTBSY:
+    case EBUSY: return MPI_ERR_FILE_IN_USE;
+    case ENOMEM: return MPI_ERR_NO_MEM;
+    case EFBIG:
+    case EOVERFLOW:
+    case EINVAL: return MPI_ERR_ARG;
+    default: return MPI_ERR_IO;
+  }
+}
+
+int pario_err_class(int code) {
+  int cls = code;
+  if (code != MPI_SUCCESS) PMPI_Error_class(code, &cls);
+  return cls;
+}
+
+int pario_log_level(void) {
+  static int level = -1;
+  if (level < 0) {
+    const char *s = getenv("PARIO_LOG");
+    level = s ? atoi(s) : 0;
+  }
+  return level;
+}
+
+void pario_log(int level, const char *fmt, ...) {
+  if (pario_log_level() < level) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("pario: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}

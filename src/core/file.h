@@ -1,0 +1,82 @@
+/* The pario file object and the core operations behind the API: open/close protocol,
+ * the handle registry (validation, c2f/f2c), errhandlers, views and data access. */
+#ifndef PARIO_FILE_H
+#define PARIO_FILE_H
+
+#include <pthread.h>
+
+#include "core/common.h"
+#include "core/hints.h"
+#include "driver/driver.h"
+#include "view/view.h"
+
+typedef struct pario_file {
+  uint64_t magic;
+  MPI_Comm comm;       /* private duplicate of the user's communicator */
+  MPI_Comm ehcomm;     /* holds a reference to the file's errhandler (never communicates) */
+  MPI_Errhandler eh;   /* the file errhandler (reference held by ehcomm) */
+  int rank, nprocs;
+  char *filename;      /* as the user gave it, for messages and get_info */
+  const char *path;    /* inside filename, past any "ufs:" style prefix */
+  int amode;
+  const pario_driver *drv;
+  void *dh;
+  pario_hints hints;
+  pario_view view;
+  MPI_Offset fp_ind;   /* individual file pointer, in etypes of the view */
+  int atomic;
+  int fint;            /* Fortran handle */
+  pthread_mutex_t lock; /* file pointer and view, for threads sharing one handle */
+} pario_file;
+
+#define PARIO_FILE_MAGIC 0x706172696f66696cULL
+
+static inline MPI_File pario_handle(pario_file *f) { return (MPI_File)(void *)f; }
+static inline pario_file *pario_file_of(MPI_File fh) { return (pario_file *)(void *)fh; }
+
+/* Registry of open files: validation of handles and Fortran integer handles. */
+int pario_registry_add(pario_file *f);
+void pario_registry_remove(pario_file *f);
+int pario_registry_valid(MPI_File fh);
+MPI_File pario_registry_f2c(int fint);
+
+/* Errhandlers. pario_file_error invokes the handler of fh (MPI_FILE_NULL: the default
+ * for opens) with code and returns code. */
+int pario_file_error(MPI_File fh, int code);
+int pario_eh_set(pario_file *f, MPI_Errhandler eh);
+int pario_eh_get(pario_file *f, MPI_Errhandler *eh);
+int pario_eh_default_set(MPI_Errhandler eh);
+int pario_eh_default_get(MPI_Errhandler *eh);
+int pario_eh_create(MPI_File_errhandler_function *fn, MPI_Errhandler *eh);
+
+/* Validate a handle for operation op: on failure returns an error code (already passed
+ * through the default errhandler) and *out is NULL. */
+int pario_file_check(MPI_File fh, const char *op, pario_file **out);
+
+/* Open/close protocol (core/open.c). */
+int pario_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, pario_file **out);
+int pario_close(pario_file *f);
+int pario_delete(const char *filename);
+
+/* Views (core/setview.c). */
+int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype etype,
+                   MPI_Datatype filetype, const char *datarep, MPI_Info info);
+void pario_view_default(pario_view *v);
+void pario_view_release(pario_view *v);
+
+/* Data access (core/io.c). pos is a byte position in the view's data stream. */
+enum { PARIO_READ = 0, PARIO_WRITE = 1 };
+int pario_access(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
+                 MPI_Count count, MPI_Datatype type, MPI_Count *bytes);
+/* Check arguments of a data access; returns an error code or MPI_SUCCESS. */
+int pario_access_check(pario_file *f, const char *op, int rw, const void *buf, MPI_Count count,
+                       MPI_Datatype type, const pario_typemap **tm);
+void pario_status_set(MPI_Status *status, MPI_Count bytes);
+
+/* Agreement among the ranks of f->comm: returns the worst error class seen anywhere
+ * (MPI_SUCCESS when all succeeded). */
+int pario_agree(MPI_Comm comm, int local_code);
+/* MPI_ERR_NOT_SAME (as a code naming op) unless every rank passed the same value. */
+int pario_check_same(pario_file *f, const char *op, const char *what, long long value);
+
+#endif

@@ -1,0 +1,136 @@
+/* Hint parsing: one table of known keys applied from PARIO_HINTS (a file of "key value"
+ * lines) and from MPI_Info; unknown keys are ignored and never reported back. */
+#include "core/hints.h"
+#include "core/common.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int parse_tristate(const char *v, int *out) {
+  if (!strcmp(v, "enable") || !strcmp(v, "true")) *out = PARIO_ENABLE;
+  else if (!strcmp(v, "disable") || !strcmp(v, "false")) *out = PARIO_DISABLE;
+  else if (!strcmp(v, "automatic") || !strcmp(v, "auto")) *out = PARIO_AUTO;
+  else return 0;
+  return 1;
+}
+
+static const char *tristate_name(int v) {
+  return v == PARIO_ENABLE ? "enable" : v == PARIO_DISABLE ? "disable" : "automatic";
+}
+
+static int parse_size(const char *v, long long *out) {
+  char *end;
+  long long x = strtoll(v, &end, 10);
+  if (end == v || x < 0) return 0;
+  while (isspace((unsigned char)*end)) end++;
+  if (*end == 'k' || *end == 'K') x <<= 10, end++;
+  else if (*end == 'm' || *end == 'M') x <<= 20, end++;
+  else if (*end == 'g' || *end == 'G') x <<= 30, end++;
+  *out = x;
+  return 1;
+}
+
+/* Apply one key; invalid values leave the hint unchanged (hints never cause errors). */
+static void apply(pario_hints *h, const char *k, const char *v) {
+  long long x;
+  if (!strcmp(k, "cb_buffer_size")) { if (parse_size(v, &x) && x > 0) h->cb_buffer_size = x; }
+  else if (!strcmp(k, "cb_nodes")) { if (parse_size(v, &x) && x > 0 && x < 1 << 30) h->cb_nodes = (int)x; }
+  else if (!strcmp(k, "romio_cb_read")) parse_tristate(v, &h->romio_cb_read);
+  else if (!strcmp(k, "romio_cb_write")) parse_tristate(v, &h->romio_cb_write);
+  else if (!strcmp(k, "romio_ds_read")) parse_tristate(v, &h->romio_ds_read);
+  else if (!strcmp(k, "romio_ds_write")) parse_tristate(v, &h->romio_ds_write);
+  else if (!strcmp(k, "ind_rd_buffer_size")) { if (parse_size(v, &x) && x > 0) h->ind_rd_buffer_size = x; }
+  else if (!strcmp(k, "ind_wr_buffer_size")) { if (parse_size(v, &x) && x > 0) h->ind_wr_buffer_size = x; }
+  else if (!strcmp(k, "striping_unit")) { if (parse_size(v, &x) && x > 0) h->striping_unit = x; }
+  else if (!strcmp(k, "striping_factor")) { if (parse_size(v, &x) && x > 0 && x < 1 << 30) h->striping_factor = (int)x; }
+  else if (!strcmp(k, "cb_block_size")) { if (parse_size(v, &x) && x > 0) h->cb_block_size = x; }
+  else if (!strcmp(k, "file_perm")) {
+    char *end;
+    unsigned long p = strtoul(v, &end, 8); /* permissions are written in octal */
+    if (end != v && *end == '\0' && p <= 07777) h->file_perm = (unsigned)p;
+  }
+  else if (!strcmp(k, "pario_direct_io")) { int t; if (parse_tristate(v, &t)) h->direct_io = t == PARIO_ENABLE; }
+  else if (!strcmp(k, "pario_io_threads")) { if (parse_size(v, &x) && x >= 1 && x <= 64) h->io_threads = (int)x; }
+  else if (!strcmp(k, "pario_sharedfp")) {
+    static const char *ok[] = {"auto", "sm", "rma", "addproc", "lockedfile", "individual", NULL};
+    for (int i = 0; ok[i]; i++)
+      if (!strcmp(v, ok[i])) snprintf(h->sharedfp, sizeof h->sharedfp, "%s", v);
+  }
+}
+
+static void apply_env_file(pario_hints *h) {
+  const char *path = getenv("PARIO_HINTS");
+  if (!path || !*path) return;
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    pario_log(1, "PARIO_HINTS: cannot open %s", path);
+    return;
+  }
+  char line[1024], k[256], v[768];
+  while (fgets(line, sizeof line, f)) {
+    char *p = line;
+    while (isspace((unsigned char)*p)) p++;
+    if (*p == '#' || !*p) continue;
+    if (sscanf(p, "%255s %767s", k, v) == 2) apply(h, k, v);
+  }
+  fclose(f);
+}
+
+static void apply_info(pario_hints *h, MPI_Info info) {
+  int nkeys = 0, flag;
+  char k[MPI_MAX_INFO_KEY + 1], v[1024];
+  if (info == MPI_INFO_NULL || PMPI_Info_get_nkeys(info, &nkeys) != MPI_SUCCESS) return;
+  for (int i = 0; i < nkeys; i++) {
+    if (PMPI_Info_get_nthkey(info, i, k) != MPI_SUCCESS) continue;
+    if (PMPI_Info_get(info, k, (int)sizeof v - 1, v, &flag) == MPI_SUCCESS && flag) apply(h, k, v);
+  }
+}
+
+void pario_hints_init(pario_hints *h, MPI_Info info) {
+  memset(h, 0, sizeof *h);
+  h->cb_buffer_size = 16 << 20;
+  h->ind_rd_buffer_size = 4 << 20;
+  h->ind_wr_buffer_size = 512 << 10;
+  h->file_perm = 0666; /* the process umask still applies */
+  h->io_threads = 1;
+  snprintf(h->sharedfp, sizeof h->sharedfp, "auto");
+  apply_env_file(h);
+  apply_info(h, info);
+}
+
+void pario_hints_update(pario_hints *h, MPI_Info info) {
+  unsigned perm = h->file_perm; /* only meaningful at creation */
+  apply_info(h, info);
+  h->file_perm = perm;
+}
+
+static void set_ll(MPI_Info info, const char *k, long long x) {
+  char v[32];
+  snprintf(v, sizeof v, "%lld", x);
+  PMPI_Info_set(info, k, v);
+}
+
+int pario_hints_to_info(const pario_hints *h, MPI_Info *info) {
+  int rc = PMPI_Info_create(info);
+  if (rc != MPI_SUCCESS) return rc;
+  char perm[16];
+  set_ll(*info, "cb_buffer_size", h->cb_buffer_size);
+  set_ll(*info, "cb_nodes", h->cb_nodes);
+  PMPI_Info_set(*info, "romio_cb_read", tristate_name(h->romio_cb_read));
+  PMPI_Info_set(*info, "romio_cb_write", tristate_name(h->romio_cb_write));
+  PMPI_Info_set(*info, "romio_ds_read", tristate_name(h->romio_ds_read));
+  PMPI_Info_set(*info, "romio_ds_write", tristate_name(h->romio_ds_write));
+  set_ll(*info, "ind_rd_buffer_size", h->ind_rd_buffer_size);
+  set_ll(*info, "ind_wr_buffer_size", h->ind_wr_buffer_size);
+  if (h->striping_unit) set_ll(*info, "striping_unit", h->striping_unit);
+  if (h->striping_factor) set_ll(*info, "striping_factor", h->striping_factor);
+  if (h->cb_block_size) set_ll(*info, "cb_block_size", h->cb_block_size);
+  snprintf(perm, sizeof perm, "%o", h->file_perm);
+  PMPI_Info_set(*info, "file_perm", perm);
+  PMPI_Info_set(*info, "pario_direct_io", h->direct_io ? "true" : "false");
+  set_ll(*info, "pario_io_threads", h->io_threads);
+  PMPI_Info_set(*info, "pario_sharedfp", h->sharedfp);
+  return MPI_SUCCESS;
+}

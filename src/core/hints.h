@@ -1,0 +1,31 @@
+/* Hints: MPI_Info keys (MPI reserved, ROMIO's, pario_*) and PARIO_HINTS defaults parsed into
+ * one typed struct; get_info reports what is in effect. */
+#ifndef PARIO_HINTS_H
+#define PARIO_HINTS_H
+
+#include <mpi.h>
+
+enum { PARIO_AUTO = 0, PARIO_ENABLE = 1, PARIO_DISABLE = 2 };
+
+typedef struct pario_hints {
+  long long cb_buffer_size;
+  int cb_nodes;            /* 0 = default (one aggregator per node) */
+  int romio_cb_read, romio_cb_write, romio_ds_read, romio_ds_write; /* PARIO_AUTO/ENABLE/DISABLE */
+  long long ind_rd_buffer_size, ind_wr_buffer_size;
+  long long striping_unit; /* 0 = not given */
+  int striping_factor;     /* 0 = not given */
+  long long cb_block_size; /* 0 = not given */
+  unsigned file_perm;      /* creation mode */
+  int direct_io;           /* pario_direct_io */
+  int io_threads;          /* pario_io_threads */
+  char sharedfp[16];       /* pario_sharedfp */
+} pario_hints;
+
+/* Defaults, then the PARIO_HINTS file, then info (may be MPI_INFO_NULL). */
+void pario_hints_init(pario_hints *h, MPI_Info info);
+/* Apply the keys of info that may change after open. */
+void pario_hints_update(pario_hints *h, MPI_Info info);
+/* A new info object with the hints in effect. */
+int pario_hints_to_info(const pario_hints *h, MPI_Info *info);
+
+#endif

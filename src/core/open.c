@@ -1,0 +1,182 @@
+/* The open/close protocol: collective open where rank 0 alone creates the file (so EXCL
+ * cannot race) before the others open it, agreement on failure so every rank returns an
+ * error together, and DELETE_ON_CLOSE after all ranks have closed. */
+#include "core/file.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AMODE_KNOWN                                                                     \
+  (MPI_MODE_RDONLY | MPI_MODE_RDWR | MPI_MODE_WRONLY | MPI_MODE_CREATE | MPI_MODE_EXCL | \
+   MPI_MODE_DELETE_ON_CLOSE | MPI_MODE_UNIQUE_OPEN | MPI_MODE_SEQUENTIAL | MPI_MODE_APPEND)
+
+/* NULL if amode is legal, else why not. */
+static const char *amode_problem(int amode) {
+  int n = !!(amode & MPI_MODE_RDONLY) + !!(amode & MPI_MODE_RDWR) + !!(amode & MPI_MODE_WRONLY);
+  if (amode & ~AMODE_KNOWN) return "unknown bits in the access mode";
+  if (n != 1) return "exactly one of MPI_MODE_RDONLY, MPI_MODE_RDWR, MPI_MODE_WRONLY is required";
+  if ((amode & MPI_MODE_RDONLY) && (amode & (MPI_MODE_CREATE | MPI_MODE_EXCL)))
+    return "MPI_MODE_CREATE and MPI_MODE_EXCL are invalid with MPI_MODE_RDONLY";
+  if ((amode & MPI_MODE_RDWR) && (amode & MPI_MODE_SEQUENTIAL))
+    return "MPI_MODE_SEQUENTIAL is invalid with MPI_MODE_RDWR";
+  return NULL;
+}
+
+int pario_agree(MPI_Comm comm, int local_code) {
+  int mine = local_code == MPI_SUCCESS ? 0 : pario_err_class(local_code), worst = mine;
+  if (PMPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) return MPI_ERR_OTHER;
+  return worst;
+}
+
+int pario_check_same(pario_file *f, const char *op, const char *what, long long value) {
+  long long v[2] = {value, -value}, r[2];
+  if (PMPI_Allreduce(v, r, 2, MPI_LONG_LONG, MPI_MAX, f->comm) != MPI_SUCCESS)
+    return pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement among ranks failed");
+  if (r[0] != -r[1])
+    return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "%s differs between ranks", what);
+  return MPI_SUCCESS;
+}
+
+static int access_flags(int amode) {
+  return (amode & MPI_MODE_RDONLY) ? O_RDONLY : (amode & MPI_MODE_WRONLY) ? O_WRONLY : O_RDWR;
+}
+
+/* Open the file on every rank; rank 0 creates it first. Returns this rank's error code. */
+static int open_all(pario_file *f, const char *op) {
+  int flags = access_flags(f->amode), e = 0, e0 = 0;
+  if (f->rank == 0) {
+    int cflags = flags;
+    if (f->amode & MPI_MODE_CREATE) cflags |= O_CREAT;
+    if (f->amode & MPI_MODE_EXCL) cflags |= O_CREAT | O_EXCL;
+    e0 = f->drv->open(f->path, cflags, f->hints.file_perm, &f->dh);
+  }
+  PMPI_Bcast(&e0, 1, MPI_INT, 0, f->comm);
+  if (e0) /* rank 0's failure is everyone's: the same class and system error */
+    return pario_err(pario_errno_class(e0), op, f->filename, e0, "cannot open");
+  if (f->rank != 0) e = f->drv->open(f->path, flags, f->hints.file_perm, &f->dh);
+  int code = e ? pario_err(pario_errno_class(e), op, f->filename, e, "cannot open") : MPI_SUCCESS;
+  int worst = pario_agree(f->comm, code);
+  if (worst != MPI_SUCCESS && code == MPI_SUCCESS) {
+    f->drv->close(f->dh);
+    f->dh = NULL;
+    code = pario_err(worst, op, f->filename, 0, "open failed on another rank");
+  }
+  return code;
+}
+
+/* Effective cb_nodes: one aggregator per node unless the hint says fewer. */
+static void default_cb_nodes(pario_file *f) {
+  MPI_Comm node;
+  int nrank = 0, leader, nodes = 1;
+  if (PMPI_Comm_split_type(f->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    PMPI_Comm_rank(node, &nrank);
+    PMPI_Comm_free(&node);
+  }
+  leader = nrank == 0;
+  PMPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, f->comm);
+  if (f->hints.cb_nodes <= 0 || f->hints.cb_nodes > f->nprocs) f->hints.cb_nodes = nodes;
+}
+
+static void file_free(pario_file *f) {
+  if (!f) return;
+  pario_view_release(&f->view);
+  if (f->ehcomm != MPI_COMM_NULL) PMPI_Comm_free(&f->ehcomm);
+  if (f->comm != MPI_COMM_NULL) PMPI_Comm_free(&f->comm);
+  pthread_mutex_destroy(&f->lock);
+  f->magic = 0;
+  free(f->filename);
+  free(f);
+}
+
+static int setup(pario_file *f, MPI_Comm comm, const char *filename, int amode, MPI_Info info) {
+  f->magic = PARIO_FILE_MAGIC;
+  f->comm = f->ehcomm = MPI_COMM_NULL;
+  pthread_mutex_init(&f->lock, NULL);
+  pario_view_default(&f->view);
+  f->filename = strdup(filename);
+  if (!f->filename) return MPI_ERR_NO_MEM;
+  f->drv = pario_driver_for(f->filename, &f->path);
+  f->amode = amode;
+  pario_hints_init(&f->hints, info);
+  int rc = PMPI_Comm_dup(comm, &f->comm);
+  if (rc != MPI_SUCCESS) return rc;
+  PMPI_Comm_rank(f->comm, &f->rank);
+  PMPI_Comm_size(f->comm, &f->nprocs);
+  MPI_Errhandler eh;
+  rc = pario_eh_default_get(&eh);
+  if (rc == MPI_SUCCESS) {
+    rc = pario_eh_set(f, eh);
+    PMPI_Errhandler_free(&eh);
+  }
+  return rc;
+}
+
+int pario_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, pario_file **out) {
+  static const char op[] = "MPI_File_open";
+  int inter = 0, v[2], r[2];
+  *out = NULL;
+  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+    return pario_err(MPI_ERR_COMM, op, filename, 0, "invalid or inter-communicator");
+  if (!filename || !*filename) return pario_err(MPI_ERR_BAD_FILE, op, NULL, 0, "empty file name");
+  const char *why = amode_problem(amode);
+  v[0] = why != NULL; /* every rank takes part in the agreement, valid amode or not */
+  v[1] = amode;
+  PMPI_Allreduce(v, r, 2, MPI_INT, MPI_MAX, comm);
+  if (why) return pario_err(MPI_ERR_AMODE, op, filename, 0, "%s", why);
+  if (r[0]) return pario_err(MPI_ERR_AMODE, op, filename, 0, "invalid access mode on another rank");
+  if (r[1] != amode) return pario_err(MPI_ERR_NOT_SAME, op, filename, 0, "access mode differs between ranks");
+
+  pario_file *f = calloc(1, sizeof *f);
+  if (!f) return pario_err(MPI_ERR_NO_MEM, op, filename, 0, "out of memory");
+  int rc = setup(f, comm, filename, amode, info);
+  if (rc != MPI_SUCCESS) {
+    file_free(f);
+    return pario_err(pario_err_class(rc), op, filename, 0, "cannot set up the file object");
+  }
+  rc = open_all(f, op);
+  if (rc == MPI_SUCCESS) {
+    default_cb_nodes(f);
+    if (amode & MPI_MODE_APPEND) {
+      off_t size = 0;
+      f->drv->size(f->dh, &size);
+      f->fp_ind = size; /* default view: etype MPI_BYTE */
+    }
+    if (pario_registry_add(f) != MPI_SUCCESS) {
+      f->drv->close(f->dh);
+      rc = pario_err(MPI_ERR_NO_MEM, op, filename, 0, "out of memory");
+    }
+  }
+  if (rc != MPI_SUCCESS) {
+    file_free(f);
+    return rc;
+  }
+  *out = f;
+  return MPI_SUCCESS;
+}
+
+int pario_close(pario_file *f) {
+  static const char op[] = "MPI_File_close";
+  int e = f->drv->close(f->dh), code = MPI_SUCCESS;
+  f->dh = NULL;
+  if (e) code = pario_err(pario_errno_class(e), op, f->filename, e, "close failed");
+  pario_registry_remove(f);
+  /* Everyone has closed before the file goes away. */
+  PMPI_Barrier(f->comm);
+  if ((f->amode & MPI_MODE_DELETE_ON_CLOSE) && f->rank == 0) {
+    e = f->drv->unlink(f->path);
+    if (e && code == MPI_SUCCESS)
+      code = pario_err(pario_errno_class(e), op, f->filename, e, "delete on close failed");
+  }
+  file_free(f);
+  return code;
+}
+
+int pario_delete(const char *filename) {
+  static const char op[] = "MPI_File_delete";
+  if (!filename || !*filename) return pario_err(MPI_ERR_BAD_FILE, op, NULL, 0, "empty file name");
+  const char *path;
+  const pario_driver *drv = pario_driver_for(filename, &path);
+  int e = drv->unlink(path);
+  return e ? pario_err(pario_errno_class(e), op, filename, e, "cannot delete") : MPI_SUCCESS;
+}

@@ -1,0 +1,108 @@
+/* MPI_File_set_view behind the API: argument and filetype rules of the standard, agreement
+ * among ranks on datarep and etype size, and ownership of the view's datatypes. */
+#include "core/file.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int is_named(MPI_Datatype t) {
+  int ni, na, nd, comb;
+  PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
+  return comb == MPI_COMBINER_NAMED;
+}
+
+/* Our own reference to a datatype: the user may free theirs after set_view. */
+static MPI_Datatype keep(MPI_Datatype t) {
+  MPI_Datatype d = t;
+  if (!is_named(t) && PMPI_Type_dup(t, &d) != MPI_SUCCESS) d = t;
+  return d;
+}
+
+void pario_view_default(pario_view *v) {
+  memset(v, 0, sizeof *v);
+  v->etype = v->filetype = MPI_BYTE;
+  pario_typemap_get(MPI_BYTE, &v->ftm);
+  v->esize = 1;
+  v->contiguous = 1;
+  snprintf(v->datarep, sizeof v->datarep, "native");
+}
+
+void pario_view_release(pario_view *v) {
+  if (v->etype != MPI_DATATYPE_NULL && !is_named(v->etype)) PMPI_Type_free(&v->etype);
+  if (v->filetype != MPI_DATATYPE_NULL && !is_named(v->filetype)) PMPI_Type_free(&v->filetype);
+  v->etype = v->filetype = MPI_DATATYPE_NULL;
+}
+
+static unsigned long hash_str(const char *s) {
+  unsigned long h = 5381;
+  while (*s) h = h * 33 + (unsigned char)*s++;
+  return h & 0x3fffffff;
+}
+
+/* Local checks; returns an error code naming the problem or MPI_SUCCESS. */
+static int check_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype etype,
+                      MPI_Datatype filetype, const char *datarep, const pario_typemap **etm,
+                      const pario_typemap **ftm) {
+  const char *fn = f->filename;
+  if (disp == MPI_DISPLACEMENT_CURRENT && !(f->amode & MPI_MODE_SEQUENTIAL))
+    return pario_err(MPI_ERR_ARG, op, fn, 0, "MPI_DISPLACEMENT_CURRENT requires MPI_MODE_SEQUENTIAL");
+  if (disp < 0 && disp != MPI_DISPLACEMENT_CURRENT)
+    return pario_err(MPI_ERR_ARG, op, fn, 0, "negative displacement %lld", (long long)disp);
+  if (!datarep) return pario_err(MPI_ERR_ARG, op, fn, 0, "null data representation");
+  if (strcmp(datarep, "native") && strcmp(datarep, "internal"))
+    return pario_err(MPI_ERR_UNSUPPORTED_DATAREP, op, fn, 0,
+                     "data representation \"%s\" is not supported (native and internal are)", datarep);
+  if (pario_typemap_get(etype, etm) != MPI_SUCCESS)
+    return pario_err(MPI_ERR_TYPE, op, fn, 0, "invalid etype");
+  if (pario_typemap_get(filetype, ftm) != MPI_SUCCESS)
+    return pario_err(MPI_ERR_TYPE, op, fn, 0, "invalid filetype");
+  const pario_typemap *e = *etm, *t = *ftm;
+  if (e->size <= 0) return pario_err(MPI_ERR_TYPE, op, fn, 0, "etype has size 0");
+  if (t->size <= 0 || t->extent <= 0)
+    return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype has no data or a non-positive extent");
+  if (t->size % e->size)
+    return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype (%lld bytes) is not made of etypes (%lld bytes)",
+                     (long long)t->size, (long long)e->size);
+  if (!t->nonneg) return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype has negative displacements");
+  const pario_run *last = &t->runs[t->nruns - 1];
+  if (!t->monotonic || last->off + last->len > t->extent + t->runs[0].off)
+    return pario_err(MPI_ERR_TYPE, op, fn, 0,
+                     "filetype displacements are not monotonically nondecreasing (or copies overlap)");
+  return MPI_SUCCESS;
+}
+
+int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype etype,
+                   MPI_Datatype filetype, const char *datarep, MPI_Info info) {
+  const pario_typemap *etm = NULL, *ftm = NULL;
+  int code = check_view(f, op, disp, etype, filetype, datarep, &etm, &ftm);
+  long long v[5] = {code != MPI_SUCCESS, 0, 0, 0, 0}, r[5];
+  if (code == MPI_SUCCESS) {
+    v[1] = etm->size;
+    v[2] = -etm->size;
+    v[3] = (long long)hash_str(datarep);
+    v[4] = -v[3];
+  }
+  if (PMPI_Allreduce(v, r, 5, MPI_LONG_LONG, MPI_MAX, f->comm) != MPI_SUCCESS && code == MPI_SUCCESS)
+    code = pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement among ranks failed");
+  if (code != MPI_SUCCESS) return code;
+  if (r[0]) return pario_err(MPI_ERR_ARG, op, f->filename, 0, "invalid view arguments on another rank");
+  if (r[1] != -r[2]) return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "etype size differs between ranks");
+  if (r[3] != -r[4]) return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "datarep differs between ranks");
+
+  pthread_mutex_lock(&f->lock);
+  if (disp == MPI_DISPLACEMENT_CURRENT) /* sequential files: where the data stream is now */
+    disp = pario_view_file_offset(&f->view, f->fp_ind * f->view.esize);
+  pario_view_release(&f->view);
+  pario_view *nv = &f->view;
+  nv->disp = disp;
+  nv->etype = keep(etype);
+  nv->filetype = keep(filetype);
+  if (pario_typemap_get(nv->filetype, &nv->ftm) != MPI_SUCCESS) nv->ftm = ftm;
+  nv->esize = etm->size;
+  nv->contiguous = nv->ftm->dense;
+  snprintf(nv->datarep, sizeof nv->datarep, "%s", datarep);
+  f->fp_ind = 0;
+  pario_hints_update(&f->hints, info);
+  pthread_mutex_unlock(&f->lock);
+  return MPI_SUCCESS;
+}

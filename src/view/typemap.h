@@ -1,0 +1,38 @@
+/* Flattened datatypes: a typemap reduced to (offset, length) runs in typemap order, adjacent
+ * runs merged and zero-length ones dropped. Cached on derived datatypes through an attribute
+ * whose delete callback frees it; named types use a small static table. */
+#ifndef PARIO_TYPEMAP_H
+#define PARIO_TYPEMAP_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+typedef struct pario_run {
+  MPI_Offset off; /* byte displacement relative to the buffer / tile origin */
+  MPI_Offset len; /* bytes */
+} pario_run;
+
+typedef struct pario_typemap {
+  pario_run *runs;
+  size_t nruns;
+  MPI_Offset *cum;   /* cum[i] = data bytes before run i (nruns + 1 entries) */
+  MPI_Offset size;   /* data bytes (MPI_Type_size) */
+  MPI_Offset lb;     /* MPI_Type_get_extent */
+  MPI_Offset extent;
+  int monotonic;     /* offsets nondecreasing and runs disjoint: legal as a filetype */
+  int nonneg;        /* no negative offsets */
+  int dense;         /* one run that fills [lb, lb+extent): count copies are one run */
+} pario_typemap;
+
+/* The flattened form of a datatype. Returns MPI_SUCCESS or an MPI error class (MPI_ERR_TYPE
+ * for an invalid or unsupported datatype). The result stays valid while the type lives. */
+int pario_typemap_get(MPI_Datatype type, const pario_typemap **out);
+
+/* Build a fresh typemap (not cached). Exposed for unit tests. */
+int pario_typemap_build(MPI_Datatype type, pario_typemap **out);
+void pario_typemap_free(pario_typemap *tm);
+
+/* Index of the run holding data byte pos (0 <= pos < size), by binary search over cum. */
+size_t pario_typemap_find(const pario_typemap *tm, MPI_Offset pos);
+
+#endif

@@ -1,0 +1,162 @@
+/* View arithmetic: data positions (bytes of data seen through a view) <-> absolute file
+ * offsets, and memory cursors that turn (buffer, count, datatype) into contiguous pieces. */
+#include "view/view.h"
+#include "core/common.h"
+
+#include <string.h>
+
+/* ---- file side ---- */
+
+void pario_fcursor_init(pario_fcursor *c, const pario_view *v, MPI_Offset pos) {
+  const pario_typemap *t = v->ftm;
+  c->v = v;
+  c->tile = pos / t->size;
+  MPI_Offset within = pos % t->size;
+  c->run = pario_typemap_find(t, within);
+  c->into = within - t->cum[c->run];
+}
+
+MPI_Offset pario_fcursor_next(pario_fcursor *c, MPI_Offset max, MPI_Offset *off) {
+  const pario_typemap *t = c->v->ftm;
+  if (c->v->contiguous) { /* one run filling its extent: the stream is the file from disp */
+    MPI_Offset pos = c->tile * t->size + c->into;
+    *off = c->v->disp + t->runs[0].off + pos;
+    c->into += max;
+    return max;
+  }
+  const pario_run *r = &t->runs[c->run];
+  MPI_Offset n = PARIO_MIN(max, r->len - c->into);
+  *off = c->v->disp + c->tile * t->extent + r->off + c->into;
+  c->into += n;
+  if (c->into == r->len) {
+    c->into = 0;
+    if (++c->run == t->nruns) {
+      c->run = 0;
+      c->tile++;
+    }
+  }
+  return n;
+}
+
+MPI_Offset pario_view_file_offset(const pario_view *v, MPI_Offset pos) {
+  pario_fcursor c;
+  MPI_Offset off;
+  pario_fcursor_init(&c, v, pos);
+  pario_fcursor_next(&c, 1, &off);
+  return off;
+}
+
+MPI_Offset pario_view_data_before(const pario_view *v, MPI_Offset fileoff) {
+  const pario_typemap *t = v->ftm;
+  MPI_Offset rel = fileoff - v->disp;
+  if (v->contiguous) {
+    MPI_Offset d = rel - t->runs[0].off;
+    return d > 0 ? d : 0;
+  }
+  if (rel <= 0 && t->runs[0].off >= 0) return 0;
+  MPI_Offset tile = rel / t->extent;
+  if (tile < 0) tile = 0;
+  /* Runs of a tile may reach past its extent; step back while the previous tile still
+   * has data at or beyond fileoff. */
+  while (tile > 0 && (tile - 1) * t->extent + t->runs[t->nruns - 1].off + t->runs[t->nruns - 1].len > rel)
+    tile--;
+  MPI_Offset data = tile * t->size;
+  for (;; tile++) {
+    MPI_Offset base = tile * t->extent;
+    if (base + t->runs[0].off >= rel) return data;
+    for (size_t i = 0; i < t->nruns; i++) {
+      MPI_Offset s = base + t->runs[i].off, e = s + t->runs[i].len;
+      if (s >= rel) return data;
+      data += (e <= rel ? e : rel) - s;
+      if (e > rel) return data;
+    }
+  }
+}
+
+void pario_view_extent_of(const pario_view *v, MPI_Offset pos, MPI_Offset n, MPI_Offset *first,
+                          MPI_Offset *last) {
+  const pario_typemap *t = v->ftm;
+  *first = pario_view_file_offset(v, pos);
+  if (v->contiguous) {
+    *last = *first + n;
+    return;
+  }
+  MPI_Offset end = pos + n - 1; /* last data byte */
+  MPI_Offset tile = end / t->size;
+  size_t r = pario_typemap_find(t, end % t->size);
+  *last = v->disp + tile * t->extent + t->runs[r].off + (end % t->size - t->cum[r]) + 1;
+}
+
+/* ---- memory side ---- */
+
+void pario_mcursor_init(pario_mcursor *c, void *buf, const pario_typemap *tm) {
+  c->buf = buf;
+  c->tm = tm;
+  c->copy = 0;
+  c->run = 0;
+  c->into = 0;
+}
+
+/* The next contiguous memory piece of at most max bytes. */
+static MPI_Offset mnext(pario_mcursor *c, MPI_Offset max, char **p) {
+  const pario_typemap *t = c->tm;
+  if (t->dense) {
+    *p = c->buf + t->runs[0].off + c->copy * t->extent + c->into;
+    c->into += max;
+    return max;
+  }
+  const pario_run *r = &t->runs[c->run];
+  MPI_Offset n = PARIO_MIN(max, r->len - c->into);
+  *p = c->buf + c->copy * t->extent + r->off + c->into;
+  c->into += n;
+  if (c->into == r->len) {
+    c->into = 0;
+    if (++c->run == t->nruns) {
+      c->run = 0;
+      c->copy++;
+    }
+  }
+  return n;
+}
+
+MPI_Offset pario_mcursor_iov(pario_mcursor *c, MPI_Offset n, struct iovec *iov, int maxiov,
+                             int *iovcnt) {
+  MPI_Offset done = 0;
+  int k = 0;
+  while (done < n && k < maxiov) {
+    char *p;
+    MPI_Offset m = mnext(c, n - done, &p);
+    if (k && (char *)iov[k - 1].iov_base + iov[k - 1].iov_len == p) {
+      iov[k - 1].iov_len += (size_t)m;
+    } else {
+      iov[k].iov_base = p;
+      iov[k].iov_len = (size_t)m;
+      k++;
+    }
+    done += m;
+  }
+  *iovcnt = k;
+  return done;
+}
+
+void pario_mcursor_pack(pario_mcursor *c, void *dst, MPI_Offset n) {
+  char *d = dst;
+  while (n > 0) {
+    char *p;
+    MPI_Offset m = mnext(c, n, &p);
+    memcpy(d, p, (size_t)m);
+    d += m;
+    n -= m;
+  }
+}
+
+void pario_mcursor_unpack(pario_mcursor *c, const void *src, MPI_Offset n) {
+  const char *s = src;
+  while (n > 0) {
+    char *p;
+    MPI_Offset m = mnext(c, n, &p);
+    memcpy(p, s, (size_t)m);
+    s += m;
+    n -= m;
+  }
+}

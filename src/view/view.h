@@ -1,0 +1,58 @@
+/* File views: displacement + etype + filetype, and the arithmetic between positions in the
+ * view's data stream (bytes of data seen through the view) and absolute file offsets.
+ * Memory cursors walk a (buffer, count, datatype) triple as a stream of contiguous pieces. */
+#ifndef PARIO_VIEW_H
+#define PARIO_VIEW_H
+
+#include <sys/uio.h>
+#include "view/typemap.h"
+
+typedef struct pario_view {
+  MPI_Offset disp;
+  MPI_Datatype etype;     /* our own reference (dup) when derived */
+  MPI_Datatype filetype;  /* our own reference (dup) when derived */
+  const pario_typemap *ftm;
+  MPI_Offset esize;       /* etype size in bytes */
+  int contiguous;         /* filetype dense: data position p is file offset disp + lb + p */
+  char datarep[32];
+} pario_view;
+
+/* A file cursor: data position -> successive file segments. */
+typedef struct pario_fcursor {
+  const pario_view *v;
+  MPI_Offset tile;  /* current filetype copy */
+  size_t run;       /* current run in the filetype */
+  MPI_Offset into;  /* bytes already consumed of that run */
+} pario_fcursor;
+
+void pario_fcursor_init(pario_fcursor *c, const pario_view *v, MPI_Offset pos);
+/* Next file segment of at most max bytes: returns its length, *off its absolute offset. */
+MPI_Offset pario_fcursor_next(pario_fcursor *c, MPI_Offset max, MPI_Offset *off);
+
+/* Absolute file offset of data position pos. */
+MPI_Offset pario_view_file_offset(const pario_view *v, MPI_Offset pos);
+/* Data bytes of the view that lie before absolute file offset fileoff. */
+MPI_Offset pario_view_data_before(const pario_view *v, MPI_Offset fileoff);
+/* Absolute byte range [*first, *last) touched by data positions [pos, pos+n), n > 0. */
+void pario_view_extent_of(const pario_view *v, MPI_Offset pos, MPI_Offset n, MPI_Offset *first,
+                          MPI_Offset *last);
+
+/* A memory cursor over count copies of a datatype starting at buf. */
+typedef struct pario_mcursor {
+  char *buf;
+  const pario_typemap *tm;
+  MPI_Offset copy;  /* current copy index */
+  size_t run;
+  MPI_Offset into;
+} pario_mcursor;
+
+void pario_mcursor_init(pario_mcursor *c, void *buf, const pario_typemap *tm);
+/* Fill up to maxiov iovecs with the next n bytes (or fewer if iovecs run out); returns bytes. */
+MPI_Offset pario_mcursor_iov(pario_mcursor *c, MPI_Offset n, struct iovec *iov, int maxiov,
+                             int *iovcnt);
+
+/* Copy n bytes between a contiguous buffer and the memory described by a cursor. */
+void pario_mcursor_pack(pario_mcursor *c, void *dst, MPI_Offset n);
+void pario_mcursor_unpack(pario_mcursor *c, const void *src, MPI_Offset n);
+
+#endif

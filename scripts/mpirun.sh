@@ -17,7 +17,7 @@ case "$flavour" in
     done
     exec mpiexec.openmpi "${args[@]}" -n "$np" "$@" ;;
   mpich)
-    args=()
+    args=(-launcher fork)
     [ -n "$preload" ] && args+=(-genv LD_PRELOAD "$preload")
     exec mpiexec.mpich "${args[@]}" -n "$np" "$@" ;;
   *) echo "mpirun.sh: unknown MPI flavour '$flavour' (openmpi or mpich)" >&2; exit 2 ;;

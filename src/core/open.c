@@ -114,7 +114,7 @@ static int setup(pario_file *f, MPI_Comm comm, const char *filename, int amode, 
 
 int pario_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, pario_file **out) {
   static const char op[] = "MPI_File_open";
-  int inter = 0, v[2], r[2];
+  int inter = 0, v[3], r[3];
   *out = NULL;
   if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
     return pario_err(MPI_ERR_COMM, op, filename, 0, "invalid or inter-communicator");
@@ -122,10 +122,11 @@ int pario_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, pa
   const char *why = amode_problem(amode);
   v[0] = why != NULL; /* every rank takes part in the agreement, valid amode or not */
   v[1] = amode;
-  PMPI_Allreduce(v, r, 2, MPI_INT, MPI_MAX, comm);
+  v[2] = -amode;
+  PMPI_Allreduce(v, r, 3, MPI_INT, MPI_MAX, comm);
   if (why) return pario_err(MPI_ERR_AMODE, op, filename, 0, "%s", why);
   if (r[0]) return pario_err(MPI_ERR_AMODE, op, filename, 0, "invalid access mode on another rank");
-  if (r[1] != amode) return pario_err(MPI_ERR_NOT_SAME, op, filename, 0, "access mode differs between ranks");
+  if (r[1] != -r[2]) return pario_err(MPI_ERR_NOT_SAME, op, filename, 0, "access mode differs between ranks");
 
   pario_file *f = calloc(1, sizeof *f);
   if (!f) return pario_err(MPI_ERR_NO_MEM, op, filename, 0, "out of memory");
@@ -168,6 +169,7 @@ int pario_close(pario_file *f) {
     if (e && code == MPI_SUCCESS)
       code = pario_err(pario_errno_class(e), op, f->filename, e, "delete on close failed");
   }
+  if (f->amode & MPI_MODE_DELETE_ON_CLOSE) PMPI_Barrier(f->comm); /* gone for everyone on return */
   file_free(f);
   return code;
 }

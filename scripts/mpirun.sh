@@ -17,6 +17,8 @@ case "$flavour" in
     done
     exec mpiexec.openmpi "${args[@]}" -n "$np" "$@" ;;
   mpich)
+    # One machine: UCX needs only self and shared memory; probing network devices is slow.
+    export UCX_TLS=${UCX_TLS:-self,sm} UCX_WARN_UNUSED_ENV_VARS=n
     args=(-launcher fork)
     [ -n "$preload" ] && args+=(-genv LD_PRELOAD "$preload")
     exec mpiexec.mpich "${args[@]}" -n "$np" "$@" ;;

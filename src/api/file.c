@@ -1,6 +1,6 @@
 /* File-level entry points: open, close, delete, size, preallocation, sync, info, group,
  * access mode and atomicity. Thin: check arguments, call the core, route errors. */
-#include "core/file.h"
+#include "async/engine.h"
 
 PARIO_EXPORT int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) {
   pario_file *f = NULL;
@@ -83,6 +83,7 @@ PARIO_EXPORT int PMPI_File_sync(MPI_File fh) {
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
+  pario_engine_drain(f); /* operations already started reach storage too */
   int e = (f->amode & MPI_MODE_RDONLY) ? 0 : f->drv->sync(f->dh);
   int code = e ? pario_err(pario_errno_class(e), op, f->filename, e, "fsync failed") : MPI_SUCCESS;
   int worst = pario_agree(f->comm, code); /* collective: everyone's data is on storage after it */

@@ -1,5 +1,5 @@
-/* MPI-IO functions whose implementation lands with a later part of pario (asynchronous
- * engine, shared file pointers, user data representations). Each exists, so the native
+/* MPI-IO functions whose implementation lands with a later part of pario (shared file
+ * pointers, user data representations). Each exists, so the native
  * MPI-IO is never handed a pario handle, and fails with MPI_ERR_UNSUPPORTED_OPERATION
  * through the file's errhandler, naming itself. */
 #include "core/file.h"
@@ -14,9 +14,7 @@ static int unsupported(MPI_File fh, const char *op, const char *what) {
                                         "%s are not supported by this version of pario", what));
 }
 
-#define ASYNC "nonblocking operations"
 #define SHARED "shared file pointer operations"
-#define SPLIT "split collective operations"
 
 /* Nonblocking: iread/iwrite[_at][_all][_shared]. */
 #define DEF_I(name, cq, ct, what)                                                               \
@@ -24,14 +22,6 @@ static int unsupported(MPI_File fh, const char *op, const char *what) {
     (void)buf; (void)count; (void)dt;                                                           \
     if (req) *req = MPI_REQUEST_NULL;                                                           \
     return unsupported(fh, #name, what);                                                        \
-  }                                                                                             \
-  PARIO_WEAK_ALIAS(name)
-#define DEF_I_AT(name, cq, ct)                                                                  \
-  PARIO_EXPORT int P##name(MPI_File fh, MPI_Offset off, cq void *buf, ct count, MPI_Datatype dt, \
-                           MPI_Request *req) {                                                  \
-    (void)off; (void)buf; (void)count; (void)dt;                                                \
-    if (req) *req = MPI_REQUEST_NULL;                                                           \
-    return unsupported(fh, #name, ASYNC);                                                       \
   }                                                                                             \
   PARIO_WEAK_ALIAS(name)
 /* Blocking shared/ordered: read/write_shared, read/write_ordered. */
@@ -49,12 +39,6 @@ static int unsupported(MPI_File fh, const char *op, const char *what) {
     return unsupported(fh, #name, what);                                                        \
   }                                                                                             \
   PARIO_WEAK_ALIAS(name)
-#define DEF_BEGIN_AT(name, cq, ct)                                                              \
-  PARIO_EXPORT int P##name(MPI_File fh, MPI_Offset off, cq void *buf, ct count, MPI_Datatype dt) { \
-    (void)off; (void)buf; (void)count; (void)dt;                                                \
-    return unsupported(fh, #name, SPLIT);                                                       \
-  }                                                                                             \
-  PARIO_WEAK_ALIAS(name)
 #define DEF_END(name, cq, what)                                                                 \
   PARIO_EXPORT int P##name(MPI_File fh, cq void *buf, MPI_Status *st) {                          \
     (void)buf;                                                                                  \
@@ -65,54 +49,26 @@ static int unsupported(MPI_File fh, const char *op, const char *what) {
 
 #define NOCONST
 
-DEF_I(MPI_File_iread, NOCONST, int, ASYNC)
-DEF_I(MPI_File_iwrite, const, int, ASYNC)
-DEF_I(MPI_File_iread_all, NOCONST, int, ASYNC)
-DEF_I(MPI_File_iwrite_all, const, int, ASYNC)
 DEF_I(MPI_File_iread_shared, NOCONST, int, SHARED)
 DEF_I(MPI_File_iwrite_shared, const, int, SHARED)
-DEF_I_AT(MPI_File_iread_at, NOCONST, int)
-DEF_I_AT(MPI_File_iwrite_at, const, int)
-DEF_I_AT(MPI_File_iread_at_all, NOCONST, int)
-DEF_I_AT(MPI_File_iwrite_at_all, const, int)
 DEF_SH(MPI_File_read_shared, NOCONST, int)
 DEF_SH(MPI_File_write_shared, const, int)
 DEF_SH(MPI_File_read_ordered, NOCONST, int)
 DEF_SH(MPI_File_write_ordered, const, int)
-DEF_BEGIN(MPI_File_read_all_begin, NOCONST, int, SPLIT)
-DEF_BEGIN(MPI_File_write_all_begin, const, int, SPLIT)
 DEF_BEGIN(MPI_File_read_ordered_begin, NOCONST, int, SHARED)
 DEF_BEGIN(MPI_File_write_ordered_begin, const, int, SHARED)
-DEF_BEGIN_AT(MPI_File_read_at_all_begin, NOCONST, int)
-DEF_BEGIN_AT(MPI_File_write_at_all_begin, const, int)
-DEF_END(MPI_File_read_all_end, NOCONST, SPLIT)
-DEF_END(MPI_File_write_all_end, const, SPLIT)
-DEF_END(MPI_File_read_at_all_end, NOCONST, SPLIT)
-DEF_END(MPI_File_write_at_all_end, const, SPLIT)
 DEF_END(MPI_File_read_ordered_end, NOCONST, SHARED)
 DEF_END(MPI_File_write_ordered_end, const, SHARED)
 
 #ifdef PARIO_HAVE_LARGE_COUNT
-DEF_I(MPI_File_iread_c, NOCONST, MPI_Count, ASYNC)
-DEF_I(MPI_File_iwrite_c, const, MPI_Count, ASYNC)
-DEF_I(MPI_File_iread_all_c, NOCONST, MPI_Count, ASYNC)
-DEF_I(MPI_File_iwrite_all_c, const, MPI_Count, ASYNC)
 DEF_I(MPI_File_iread_shared_c, NOCONST, MPI_Count, SHARED)
 DEF_I(MPI_File_iwrite_shared_c, const, MPI_Count, SHARED)
-DEF_I_AT(MPI_File_iread_at_c, NOCONST, MPI_Count)
-DEF_I_AT(MPI_File_iwrite_at_c, const, MPI_Count)
-DEF_I_AT(MPI_File_iread_at_all_c, NOCONST, MPI_Count)
-DEF_I_AT(MPI_File_iwrite_at_all_c, const, MPI_Count)
 DEF_SH(MPI_File_read_shared_c, NOCONST, MPI_Count)
 DEF_SH(MPI_File_write_shared_c, const, MPI_Count)
 DEF_SH(MPI_File_read_ordered_c, NOCONST, MPI_Count)
 DEF_SH(MPI_File_write_ordered_c, const, MPI_Count)
-DEF_BEGIN(MPI_File_read_all_begin_c, NOCONST, MPI_Count, SPLIT)
-DEF_BEGIN(MPI_File_write_all_begin_c, const, MPI_Count, SPLIT)
 DEF_BEGIN(MPI_File_read_ordered_begin_c, NOCONST, MPI_Count, SHARED)
 DEF_BEGIN(MPI_File_write_ordered_begin_c, const, MPI_Count, SHARED)
-DEF_BEGIN_AT(MPI_File_read_at_all_begin_c, NOCONST, MPI_Count)
-DEF_BEGIN_AT(MPI_File_write_at_all_begin_c, const, MPI_Count)
 #endif
 
 PARIO_EXPORT int PMPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence) {

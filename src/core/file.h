@@ -26,6 +26,9 @@ typedef struct pario_file {
   MPI_Offset fp_ind;   /* individual file pointer, in etypes of the view */
   int atomic;
   int fint;            /* Fortran handle */
+  int pending;         /* operations still executing in the async engine (under its lock) */
+  struct pario_job *split_job; /* the split collective in progress */
+  int split_rw;
   pthread_mutex_t lock; /* file pointer and view, for threads sharing one handle */
 } pario_file;
 

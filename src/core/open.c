@@ -1,6 +1,7 @@
 /* The open/close protocol: collective open where rank 0 alone creates the file (so EXCL
  * cannot race) before the others open it, agreement on failure so every rank returns an
  * error together, and DELETE_ON_CLOSE after all ranks have closed. */
+#include "async/engine.h"
 #include "core/file.h"
 
 #include <fcntl.h>
@@ -158,6 +159,13 @@ int pario_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, pa
 
 int pario_close(pario_file *f) {
   static const char op[] = "MPI_File_close";
+  /* Requests still pending are erroneous, but their data must not be lost: let them finish. */
+  if (f->split_job) {
+    MPI_Count ignored;
+    pario_engine_wait(f->split_job, &ignored);
+    f->split_job = NULL;
+  }
+  pario_engine_drain(f);
   int e = f->drv->close(f->dh), code = MPI_SUCCESS;
   f->dh = NULL;
   if (e) code = pario_err(pario_errno_class(e), op, f->filename, e, "close failed");

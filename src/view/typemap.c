@@ -394,9 +394,25 @@ static int cache_keyval = MPI_KEYVAL_INVALID;
 static struct { MPI_Datatype type; pario_typemap *tm; } named[NAMED_MAX];
 static int nnamed;
 
+/* A dup has the same typemap: share it (under cache_lock, which MPI calls back into). */
+static int copy_cb(MPI_Datatype t, int kv, void *extra, void *in, void *out, int *flag) {
+  (void)t; (void)kv; (void)extra;
+  pario_typemap *tm = in;
+  pthread_mutex_lock(&cache_lock);
+  tm->refs++;
+  pthread_mutex_unlock(&cache_lock);
+  *(void **)out = tm;
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+
 static int delete_cb(MPI_Datatype t, int kv, void *val, void *extra) {
   (void)t; (void)kv; (void)extra;
-  pario_typemap_free(val);
+  pario_typemap *tm = val;
+  pthread_mutex_lock(&cache_lock);
+  int last = --tm->refs == 0;
+  pthread_mutex_unlock(&cache_lock);
+  if (last) pario_typemap_free(tm);
   return MPI_SUCCESS;
 }
 
@@ -436,7 +452,7 @@ int pario_typemap_get(MPI_Datatype type, const pario_typemap **out) {
     goto done;
   }
   if (cache_keyval == MPI_KEYVAL_INVALID &&
-      PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, delete_cb, &cache_keyval, NULL) != MPI_SUCCESS) {
+      PMPI_Type_create_keyval(copy_cb, delete_cb, &cache_keyval, NULL) != MPI_SUCCESS) {
     rc = MPI_ERR_INTERN;
     goto done;
   }
@@ -448,6 +464,7 @@ int pario_typemap_get(MPI_Datatype type, const pario_typemap **out) {
   pario_typemap *tm;
   rc = pario_typemap_build(type, &tm);
   if (rc == MPI_SUCCESS) {
+    tm->refs = 1;
     PMPI_Type_set_attr(type, cache_keyval, tm);
     *out = tm;
   }

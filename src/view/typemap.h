@@ -22,6 +22,7 @@ typedef struct pario_typemap {
   int monotonic;     /* offsets nondecreasing and runs disjoint: legal as a filetype */
   int nonneg;        /* no negative offsets */
   int dense;         /* one run that fills [lb, lb+extent): count copies are one run */
+  int refs;          /* datatypes sharing this map (MPI_Type_dup copies the attribute) */
 } pario_typemap;
 
 /* The flattened form of a datatype. Returns MPI_SUCCESS or an MPI error class (MPI_ERR_TYPE

@@ -1,0 +1,138 @@
+/* Nonblocking and split collective data access: the call checks its arguments, reserves its
+ * part of the file (the individual pointer moves at the call, as the standard says) and hands
+ * the transfer to the async engine. Collective forms obey the same ordering on every rank. */
+#include "async/engine.h"
+
+static int nb_prepare(MPI_File fh, const char *op, int rw, int explicit_off, MPI_Offset offset,
+                      const void *buf, MPI_Count count, MPI_Datatype type, pario_file **fp,
+                      MPI_Offset *pos) {
+  pario_file *f;
+  const pario_typemap *tm;
+  int rc = pario_file_check(fh, op, &f);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = pario_access_check(f, op, rw, buf, count, type, &tm);
+  if (rc == MPI_SUCCESS && explicit_off && offset < 0)
+    rc = pario_err(MPI_ERR_ARG, op, f->filename, 0, "negative offset %lld", (long long)offset);
+  if (rc == MPI_SUCCESS && (f->amode & MPI_MODE_SEQUENTIAL))
+    rc = pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, 0,
+                   "not allowed on a file opened with MPI_MODE_SEQUENTIAL (use the shared file pointer)");
+  if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
+  if (explicit_off) {
+    *pos = offset * f->view.esize;
+  } else {
+    pthread_mutex_lock(&f->lock);
+    *pos = f->fp_ind * f->view.esize;
+    f->fp_ind += (MPI_Offset)count * tm->size / f->view.esize;
+    pthread_mutex_unlock(&f->lock);
+  }
+  *fp = f;
+  return MPI_SUCCESS;
+}
+
+static int nb_start(MPI_File fh, const char *op, int rw, int explicit_off, MPI_Offset offset,
+                    void *buf, MPI_Count count, MPI_Datatype type, MPI_Request *req) {
+  pario_file *f;
+  MPI_Offset pos;
+  if (!req) return pario_file_error(fh, pario_err(MPI_ERR_REQUEST, op, NULL, 0, "null request pointer"));
+  *req = MPI_REQUEST_NULL;
+  int rc = nb_prepare(fh, op, rw, explicit_off, offset, buf, count, type, &f, &pos);
+  if (rc != MPI_SUCCESS) return rc;
+  return pario_file_error(fh, pario_engine_submit(f, op, rw, pos, buf, count, type, req, NULL));
+}
+
+/* Split collectives: one per file at a time; begin starts it, end waits for it. */
+static int split_begin(MPI_File fh, const char *op, int rw, int explicit_off, MPI_Offset offset,
+                       void *buf, MPI_Count count, MPI_Datatype type) {
+  pario_file *f;
+  MPI_Offset pos;
+  int rc = nb_prepare(fh, op, rw, explicit_off, offset, buf, count, type, &f, &pos);
+  if (rc != MPI_SUCCESS) return rc;
+  if (f->split_job)
+    return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0,
+                                          "a split collective operation is already active on this file"));
+  pario_job *j = NULL;
+  rc = pario_engine_submit(f, op, rw, pos, buf, count, type, NULL, &j);
+  if (rc == MPI_SUCCESS) {
+    f->split_job = j;
+    f->split_rw = rw;
+  }
+  return pario_file_error(fh, rc);
+}
+
+static int split_end(MPI_File fh, const char *op, int rw, MPI_Status *status) {
+  pario_file *f;
+  MPI_Count bytes = 0;
+  pario_status_set(status, 0);
+  int rc = pario_file_check(fh, op, &f);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!f->split_job || f->split_rw != rw)
+    return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0,
+                                          "no matching split collective operation is active on this file"));
+  rc = pario_engine_wait(f->split_job, &bytes);
+  f->split_job = NULL;
+  pario_status_set(status, bytes);
+  return pario_file_error(fh, rc);
+}
+
+#define NOCONST
+#define DEF_I(name, rw, cq, ct)                                                                  \
+  PARIO_EXPORT int P##name(MPI_File fh, cq void *buf, ct count, MPI_Datatype datatype,           \
+                           MPI_Request *request) {                                               \
+    return nb_start(fh, #name, rw, 0, 0, (void *)buf, count, datatype, request);                 \
+  }                                                                                              \
+  PARIO_WEAK_ALIAS(name)
+#define DEF_I_AT(name, rw, cq, ct)                                                               \
+  PARIO_EXPORT int P##name(MPI_File fh, MPI_Offset offset, cq void *buf, ct count,               \
+                           MPI_Datatype datatype, MPI_Request *request) {                        \
+    return nb_start(fh, #name, rw, 1, offset, (void *)buf, count, datatype, request);            \
+  }                                                                                              \
+  PARIO_WEAK_ALIAS(name)
+#define DEF_BEGIN(name, rw, cq, ct)                                                              \
+  PARIO_EXPORT int P##name(MPI_File fh, cq void *buf, ct count, MPI_Datatype datatype) {         \
+    return split_begin(fh, #name, rw, 0, 0, (void *)buf, count, datatype);                       \
+  }                                                                                              \
+  PARIO_WEAK_ALIAS(name)
+#define DEF_BEGIN_AT(name, rw, cq, ct)                                                           \
+  PARIO_EXPORT int P##name(MPI_File fh, MPI_Offset offset, cq void *buf, ct count,               \
+                           MPI_Datatype datatype) {                                              \
+    return split_begin(fh, #name, rw, 1, offset, (void *)buf, count, datatype);                  \
+  }                                                                                              \
+  PARIO_WEAK_ALIAS(name)
+#define DEF_END(name, rw, cq)                                                                    \
+  PARIO_EXPORT int P##name(MPI_File fh, cq void *buf, MPI_Status *status) {                      \
+    (void)buf;                                                                                   \
+    return split_end(fh, #name, rw, status);                                                     \
+  }                                                                                              \
+  PARIO_WEAK_ALIAS(name)
+
+DEF_I(MPI_File_iread, PARIO_READ, NOCONST, int)
+DEF_I(MPI_File_iwrite, PARIO_WRITE, const, int)
+DEF_I(MPI_File_iread_all, PARIO_READ, NOCONST, int)
+DEF_I(MPI_File_iwrite_all, PARIO_WRITE, const, int)
+DEF_I_AT(MPI_File_iread_at, PARIO_READ, NOCONST, int)
+DEF_I_AT(MPI_File_iwrite_at, PARIO_WRITE, const, int)
+DEF_I_AT(MPI_File_iread_at_all, PARIO_READ, NOCONST, int)
+DEF_I_AT(MPI_File_iwrite_at_all, PARIO_WRITE, const, int)
+DEF_BEGIN(MPI_File_read_all_begin, PARIO_READ, NOCONST, int)
+DEF_BEGIN(MPI_File_write_all_begin, PARIO_WRITE, const, int)
+DEF_BEGIN_AT(MPI_File_read_at_all_begin, PARIO_READ, NOCONST, int)
+DEF_BEGIN_AT(MPI_File_write_at_all_begin, PARIO_WRITE, const, int)
+DEF_END(MPI_File_read_all_end, PARIO_READ, NOCONST)
+DEF_END(MPI_File_write_all_end, PARIO_WRITE, const)
+DEF_END(MPI_File_read_at_all_end, PARIO_READ, NOCONST)
+DEF_END(MPI_File_write_at_all_end, PARIO_WRITE, const)
+
+#ifdef PARIO_HAVE_LARGE_COUNT
+DEF_I(MPI_File_iread_c, PARIO_READ, NOCONST, MPI_Count)
+DEF_I(MPI_File_iwrite_c, PARIO_WRITE, const, MPI_Count)
+DEF_I(MPI_File_iread_all_c, PARIO_READ, NOCONST, MPI_Count)
+DEF_I(MPI_File_iwrite_all_c, PARIO_WRITE, const, MPI_Count)
+DEF_I_AT(MPI_File_iread_at_c, PARIO_READ, NOCONST, MPI_Count)
+DEF_I_AT(MPI_File_iwrite_at_c, PARIO_WRITE, const, MPI_Count)
+DEF_I_AT(MPI_File_iread_at_all_c, PARIO_READ, NOCONST, MPI_Count)
+DEF_I_AT(MPI_File_iwrite_at_all_c, PARIO_WRITE, const, MPI_Count)
+DEF_BEGIN(MPI_File_read_all_begin_c, PARIO_READ, NOCONST, MPI_Count)
+DEF_BEGIN(MPI_File_write_all_begin_c, PARIO_WRITE, const, MPI_Count)
+DEF_BEGIN_AT(MPI_File_read_at_all_begin_c, PARIO_READ, NOCONST, MPI_Count)
+DEF_BEGIN_AT(MPI_File_write_at_all_begin_c, PARIO_WRITE, const, MPI_Count)
+#endif

@@ -1,0 +1,163 @@
+/* Worker threads and a FIFO of jobs. A job runs pario_access on a worker and completes its
+ * generalized request; the application thread never has to call into MPI for progress.
+ * Without MPI_THREAD_MULTIPLE the job runs inside the call instead (correct, no overlap). */
+#include "async/engine.h"
+
+#include <stdlib.h>
+
+typedef struct pario_job job;
+struct pario_job {
+  struct pario_job *next;
+  pario_file *f;
+  const char *op;
+  int rw;
+  MPI_Offset pos;
+  void *buf;
+  MPI_Count count, bytes;
+  MPI_Datatype type; /* our duplicate when derived */
+  int owned_type;
+  int code;
+  int done;        /* jobs without a request: set when finished, under q_lock */
+  MPI_Request req; /* MPI_REQUEST_NULL for jobs waited with pario_engine_wait */
+};
+
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t drain_cond = PTHREAD_COND_INITIALIZER;
+static job *head, *tail;
+static int nworkers;
+
+static int query_fn(void *extra, MPI_Status *status) {
+  job *j = extra;
+  PMPI_Status_set_elements_x(status, MPI_BYTE, j->bytes);
+  PMPI_Status_set_cancelled(status, 0);
+  status->MPI_SOURCE = MPI_UNDEFINED;
+  status->MPI_TAG = MPI_UNDEFINED;
+  status->MPI_ERROR = j->code;
+  return j->code;
+}
+
+static int free_fn(void *extra) {
+  job *j = extra;
+  if (j->owned_type) PMPI_Type_free(&j->type);
+  free(j);
+  return MPI_SUCCESS;
+}
+
+/* A started operation cannot be cancelled: MPI_Test_cancelled reports false. */
+static int cancel_fn(void *extra, int complete) {
+  (void)extra;
+  (void)complete;
+  return MPI_SUCCESS;
+}
+
+static void run(job *j) {
+  j->code = pario_access(j->f, j->op, j->rw, j->pos, j->buf, j->count, j->type, &j->bytes);
+  if (j->owned_type) { /* not in free_fn: MPI may not be called from a grequest callback */
+    PMPI_Type_free(&j->type);
+    j->owned_type = 0;
+  }
+  int internal = j->req == MPI_REQUEST_NULL;
+  MPI_Request req = j->req;
+  pthread_mutex_lock(&q_lock);
+  --j->f->pending;
+  j->done = 1;
+  pthread_cond_broadcast(&drain_cond);
+  pthread_mutex_unlock(&q_lock);
+  if (!internal) PMPI_Grequest_complete(req); /* j may be freed by MPI_Wait from here on */
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&q_lock);
+    while (!head) pthread_cond_wait(&q_cond, &q_lock);
+    job *j = head;
+    head = j->next;
+    if (!head) tail = NULL;
+    pthread_mutex_unlock(&q_lock);
+    run(j);
+  }
+  return NULL;
+}
+
+int pario_engine_async(void) {
+  int provided = MPI_THREAD_SINGLE;
+  PMPI_Query_thread(&provided);
+  return provided == MPI_THREAD_MULTIPLE;
+}
+
+/* Grow the pool to want threads (the pario_io_threads hint); called with q_lock held. */
+static void ensure_workers(int want) {
+  while (nworkers < want) {
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &a, worker, NULL);
+    pthread_attr_destroy(&a);
+    if (rc) break;
+    nworkers++;
+  }
+}
+
+static int is_named(MPI_Datatype t) {
+  int ni, na, nd, comb;
+  PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
+  return comb == MPI_COMBINER_NAMED;
+}
+
+int pario_engine_submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
+                        MPI_Count count, MPI_Datatype type, MPI_Request *req, pario_job **handle) {
+  job *j = calloc(1, sizeof *j);
+  if (!j) return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
+  j->f = f;
+  j->op = op;
+  j->rw = rw;
+  j->pos = pos;
+  j->buf = buf;
+  j->count = count;
+  j->type = type;
+  if (!is_named(type) && PMPI_Type_dup(type, &j->type) == MPI_SUCCESS) j->owned_type = 1;
+  j->req = MPI_REQUEST_NULL;
+  if (req) {
+    int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, j, &j->req);
+    if (rc != MPI_SUCCESS) {
+      free_fn(j);
+      return pario_err(MPI_ERR_INTERN, op, f->filename, 0, "cannot start a generalized request");
+    }
+    *req = j->req;
+  } else {
+    *handle = j;
+  }
+  pthread_mutex_lock(&q_lock);
+  f->pending++;
+  if (!pario_engine_async()) {
+    pthread_mutex_unlock(&q_lock);
+    run(j); /* no MPI_THREAD_MULTIPLE: complete inside the call */
+    return MPI_SUCCESS;
+  }
+  ensure_workers(f->hints.io_threads);
+  j->next = NULL;
+  if (tail) tail->next = j; else head = j;
+  tail = j;
+  pthread_cond_signal(&q_cond);
+  pthread_mutex_unlock(&q_lock);
+  return MPI_SUCCESS;
+}
+
+int pario_engine_wait(pario_job *j, MPI_Count *bytes) {
+  pthread_mutex_lock(&q_lock);
+  while (!j->done) pthread_cond_wait(&drain_cond, &q_lock);
+  pthread_mutex_unlock(&q_lock);
+  int code = j->code;
+  *bytes = j->bytes;
+  free_fn(j);
+  return code;
+}
+
+void pario_engine_drain(pario_file *f) {
+  pthread_mutex_lock(&q_lock);
+  while (f->pending > 0) pthread_cond_wait(&drain_cond, &q_lock);
+  pthread_mutex_unlock(&q_lock);
+}

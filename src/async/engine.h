@@ -1,0 +1,27 @@
+/* The asynchronous engine: I/O worker threads execute nonblocking operations while the
+ * application computes, and complete them as MPI generalized requests, so MPI_Wait/Test and
+ * friends work on any mix of pario and MPI requests. */
+#ifndef PARIO_ENGINE_H
+#define PARIO_ENGINE_H
+
+#include "core/file.h"
+
+typedef struct pario_job pario_job;
+
+/* Start a data access (as pario_access) in the background. With req, *req becomes a
+ * generalized request whose status carries the byte count and whose error is the access's
+ * error code; without, *handle is waited for with pario_engine_wait (split collectives).
+ * The datatype is duplicated, so the caller may free its own handle at once. */
+int pario_engine_submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
+                        MPI_Count count, MPI_Datatype type, MPI_Request *req, pario_job **handle);
+
+/* Wait for a job started without a request; returns its error code, frees it. */
+int pario_engine_wait(pario_job *j, MPI_Count *bytes);
+
+/* Wait until no operation of f is still executing in the engine (close, sync). */
+void pario_engine_drain(pario_file *f);
+
+/* 1 when operations really run in the background (the MPI provides MPI_THREAD_MULTIPLE). */
+int pario_engine_async(void);
+
+#endif

@@ -8,7 +8,7 @@ JOBS     ?= $(shell nproc)
 PY       ?= /usr/bin/python3
 VENV     ?= $(BUILD)/venv
 
-.PHONY: all deps build venv test test-c test-python test-sanitize demo clean
+.PHONY: all deps build venv test test-c test-python test-sanitize test-tsan demo clean
 
 all: build
 
@@ -37,12 +37,17 @@ test-sanitize: deps
 	ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 \
 	  ctest --test-dir $(BUILD)/asan-mpich --output-on-failure -j 2 --timeout 300 -L sanitize
 
+test-tsan: deps
+	cmake -S . -B $(BUILD)/tsan-mpich -DPARIO_MPI=mpich -DPARIO_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build $(BUILD)/tsan-mpich -j $(JOBS) --target pario mpi_nonblocking mpi_threads mpi_directio
+	ctest --test-dir $(BUILD)/tsan-mpich --output-on-failure --timeout 300 -L tsan
+
 test-python: build
 	@if [ -f python/pyproject.toml ]; then \
 	  $(MAKE) venv && $(VENV)/bin/python -m pytest -q tests/python; \
 	else echo "no python package yet"; fi
 
-test: test-c test-sanitize test-python
+test: test-c test-sanitize test-tsan test-python
 
 demo: build
 	./scripts/demo.sh $(BUILD)

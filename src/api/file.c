@@ -118,6 +118,7 @@ PARIO_EXPORT int PMPI_File_set_info(MPI_File fh, MPI_Info info) {
   if (rc != MPI_SUCCESS) return rc;
   pthread_mutex_lock(&f->lock);
   pario_hints_update(&f->hints, info);
+  pario_direct_io_apply(f);
   pthread_mutex_unlock(&f->lock);
   return MPI_SUCCESS;
 }

@@ -27,20 +27,31 @@ static pthread_cond_t drain_cond = PTHREAD_COND_INITIALIZER;
 static job *head, *tail;
 static int nworkers;
 
+/* The worker publishes a job's results under q_lock before completing its request, so the
+ * hand-off does not depend on how the MPI library orders memory internally. */
 static int query_fn(void *extra, MPI_Status *status) {
   job *j = extra;
-  PMPI_Status_set_elements_x(status, MPI_BYTE, j->bytes);
+  pthread_mutex_lock(&q_lock);
+  MPI_Count bytes = j->bytes;
+  int code = j->code;
+  pthread_mutex_unlock(&q_lock);
+  PMPI_Status_set_elements_x(status, MPI_BYTE, bytes);
   PMPI_Status_set_cancelled(status, 0);
   status->MPI_SOURCE = MPI_UNDEFINED;
   status->MPI_TAG = MPI_UNDEFINED;
-  status->MPI_ERROR = j->code;
-  return j->code;
+  status->MPI_ERROR = code;
+  return code;
+}
+
+static void job_free(job *j) {
+  if (j->owned_type) PMPI_Type_free(&j->type);
+  free(j);
 }
 
 static int free_fn(void *extra) {
-  job *j = extra;
-  if (j->owned_type) PMPI_Type_free(&j->type);
-  free(j);
+  pthread_mutex_lock(&q_lock); /* the worker's last touch of the job was under this lock */
+  pthread_mutex_unlock(&q_lock);
+  job_free(extra);
   return MPI_SUCCESS;
 }
 
@@ -52,19 +63,21 @@ static int cancel_fn(void *extra, int complete) {
 }
 
 static void run(job *j) {
-  j->code = pario_access(j->f, j->op, j->rw, j->pos, j->buf, j->count, j->type, &j->bytes);
+  MPI_Count bytes = 0;
+  int code = pario_access(j->f, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
   if (j->owned_type) { /* not in free_fn: MPI may not be called from a grequest callback */
     PMPI_Type_free(&j->type);
     j->owned_type = 0;
   }
-  int internal = j->req == MPI_REQUEST_NULL;
-  MPI_Request req = j->req;
   pthread_mutex_lock(&q_lock);
+  MPI_Request req = j->req;
+  j->bytes = bytes;
+  j->code = code;
   --j->f->pending;
   j->done = 1;
   pthread_cond_broadcast(&drain_cond);
   pthread_mutex_unlock(&q_lock);
-  if (!internal) PMPI_Grequest_complete(req); /* j may be freed by MPI_Wait from here on */
+  if (req != MPI_REQUEST_NULL) PMPI_Grequest_complete(req); /* j may be freed from here on */
 }
 
 static void *worker(void *arg) {
@@ -123,7 +136,7 @@ int pario_engine_submit(pario_file *f, const char *op, int rw, MPI_Offset pos, v
   if (req) {
     int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, j, &j->req);
     if (rc != MPI_SUCCESS) {
-      free_fn(j);
+      job_free(j);
       return pario_err(MPI_ERR_INTERN, op, f->filename, 0, "cannot start a generalized request");
     }
     *req = j->req;
@@ -152,7 +165,7 @@ int pario_engine_wait(pario_job *j, MPI_Count *bytes) {
   pthread_mutex_unlock(&q_lock);
   int code = j->code;
   *bytes = j->bytes;
-  free_fn(j);
+  job_free(j);
   return code;
 }
 

@@ -60,6 +60,9 @@ int pario_file_check(MPI_File fh, const char *op, pario_file **out);
 int pario_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, pario_file **out);
 int pario_close(pario_file *f);
 int pario_delete(const char *filename);
+/* Switch the file to direct I/O when its pario_direct_io hint asks for it and the storage
+ * allows; otherwise clear the hint so get_info reports what is in effect. */
+void pario_direct_io_apply(pario_file *f);
 
 /* Views (core/setview.c). */
 int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype etype,

@@ -79,6 +79,15 @@ static void default_cb_nodes(pario_file *f) {
   if (f->hints.cb_nodes <= 0 || f->hints.cb_nodes > f->nprocs) f->hints.cb_nodes = nodes;
 }
 
+void pario_direct_io_apply(pario_file *f) {
+  if (!f->hints.direct_io || !f->drv->set_direct) return;
+  int e = f->drv->set_direct(f->dh, f->path, access_flags(f->amode));
+  if (e) { /* no direct I/O here: stay buffered and say so through get_info */
+    f->hints.direct_io = 0;
+    pario_log(1, "%s: direct I/O unavailable (%d), using the page cache", f->filename, e);
+  }
+}
+
 static void file_free(pario_file *f) {
   if (!f) return;
   pario_view_release(&f->view);
@@ -139,6 +148,7 @@ int pario_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, pa
   rc = open_all(f, op);
   if (rc == MPI_SUCCESS) {
     default_cb_nodes(f);
+    pario_direct_io_apply(f);
     if (amode & MPI_MODE_APPEND) {
       off_t size = 0;
       f->drv->size(f->dh, &size);

@@ -27,6 +27,9 @@ typedef struct pario_driver {
   /* Try a lock without blocking and release it: 0 if byte-range locks work on this file. */
   int (*lock_probe)(void *handle, int op);
   int (*unlink)(const char *path);
+  /* Route transfers through direct I/O (O_DIRECT) from now on; 0, or an errno value
+   * (for instance EINVAL where the file system has no direct I/O) leaving buffered I/O. */
+  int (*set_direct)(void *handle, const char *path, int flags);
 } pario_driver;
 
 extern const pario_driver pario_driver_posix;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,11 +13,16 @@
 
 typedef struct posix_fh {
   int fd;
+  int dfd; /* O_DIRECT descriptor of the same file, or -1 */
 } posix_fh;
+
+#define DIO_ALIGN 4096            /* covers every logical block size in use */
+#define DIO_BOUNCE (4 << 20)      /* bounce buffer for pieces whose memory is not aligned */
 
 static int px_open(const char *path, int flags, unsigned perm, void **handle) {
   posix_fh *h = malloc(sizeof *h);
   if (!h) return ENOMEM;
+  h->dfd = -1;
   do h->fd = open(path, flags | O_CLOEXEC, (mode_t)perm);
   while (h->fd < 0 && errno == EINTR);
   if (h->fd < 0) {
@@ -36,6 +42,7 @@ static int px_open(const char *path, int flags, unsigned perm, void **handle) {
 
 static int px_close(void *handle) {
   posix_fh *h = handle;
+  if (h->dfd >= 0) close(h->dfd);
   int rc = close(h->fd) == 0 ? 0 : errno;
   free(h);
   return rc == EINTR ? 0 : rc;
@@ -54,9 +61,8 @@ static void iov_advance(struct iovec **iov, int *cnt, size_t n) {
   }
 }
 
-static int px_xfer(void *handle, const struct iovec *iov_in, int iovcnt, off_t off, size_t *done,
-                   int write) {
-  posix_fh *h = handle;
+static int buffered_xfer(int fd, const struct iovec *iov_in, int iovcnt, off_t off, size_t *done,
+                         int write) {
   struct iovec small[8], *copy = iovcnt <= 8 ? small : malloc(sizeof(struct iovec) * (size_t)iovcnt);
   if (!copy) return ENOMEM;
   memcpy(copy, iov_in, sizeof(struct iovec) * (size_t)iovcnt);
@@ -67,7 +73,7 @@ static int px_xfer(void *handle, const struct iovec *iov_in, int iovcnt, off_t o
     /* Skip leading empty pieces so a zero return means end of file. */
     if (iov->iov_len == 0) { iov++; cnt--; continue; }
     int n = cnt < IOV_MAX ? cnt : IOV_MAX;
-    ssize_t r = write ? pwritev(h->fd, iov, n, off) : preadv(h->fd, iov, n, off);
+    ssize_t r = write ? pwritev(fd, iov, n, off) : preadv(fd, iov, n, off);
     if (r < 0) {
       if (errno == EINTR) continue;
       rc = errno;
@@ -85,12 +91,78 @@ static int px_xfer(void *handle, const struct iovec *iov_in, int iovcnt, off_t o
   return rc;
 }
 
+/* One contiguous piece through O_DIRECT: the unaligned head and tail go through the page
+ * cache; the aligned middle goes direct, from the user's memory when it is aligned too and
+ * through an aligned bounce buffer otherwise. */
+static int direct_piece(posix_fh *h, char *p, size_t len, off_t off, size_t *done, int write,
+                        char **bounce) {
+  size_t head = (size_t)((DIO_ALIGN - off % DIO_ALIGN) % DIO_ALIGN);
+  if (head > len) head = len;
+  size_t mid = (len - head) / DIO_ALIGN * DIO_ALIGN, got = 0;
+  struct iovec v = {p, head};
+  *done = 0;
+  int rc = head ? buffered_xfer(h->fd, &v, 1, off, &got, write) : 0;
+  *done += got;
+  if (rc || got < head) return rc;
+  for (size_t m = 0; m < mid;) {
+    char *src = p + head + m;
+    size_t n = mid - m;
+    if ((uintptr_t)src % DIO_ALIGN) { /* misaligned memory: bounce */
+      if (!*bounce && posix_memalign((void **)bounce, DIO_ALIGN, DIO_BOUNCE)) return ENOMEM;
+      if (n > DIO_BOUNCE) n = DIO_BOUNCE;
+      if (write) memcpy(*bounce, src, n);
+    }
+    char *buf = (uintptr_t)src % DIO_ALIGN ? *bounce : src;
+    ssize_t r = write ? pwrite(h->dfd, buf, n, off + (off_t)(head + m)) : pread(h->dfd, buf, n, off + (off_t)(head + m));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return errno;
+    if (r == 0) return write ? EIO : 0; /* a read at end of file */
+    if (!write && buf != src) memcpy(src, buf, (size_t)r);
+    *done += (size_t)r;
+    m += (size_t)r;
+    if ((size_t)r < n && (!write || r % DIO_ALIGN)) return write ? EIO : 0; /* read: EOF inside */
+  }
+  size_t tail = len - head - mid;
+  v.iov_base = p + head + mid;
+  v.iov_len = tail;
+  got = 0;
+  rc = tail ? buffered_xfer(h->fd, &v, 1, off + (off_t)(head + mid), &got, write) : 0;
+  *done += got;
+  return rc;
+}
+
+static int px_xfer(void *handle, const struct iovec *iov, int cnt, off_t off, size_t *done, int write) {
+  posix_fh *h = handle;
+  if (h->dfd < 0) return buffered_xfer(h->fd, iov, cnt, off, done, write);
+  char *bounce = NULL;
+  int rc = 0;
+  *done = 0;
+  for (int i = 0; i < cnt && !rc; i++) {
+    size_t got = 0;
+    rc = direct_piece(h, iov[i].iov_base, iov[i].iov_len, off, &got, write, &bounce);
+    *done += got;
+    off += (off_t)got;
+    if (got < iov[i].iov_len) break; /* end of file */
+  }
+  free(bounce);
+  return rc;
+}
+
 static int px_preadv(void *h, const struct iovec *iov, int cnt, off_t off, size_t *done) {
   return px_xfer(h, iov, cnt, off, done, 0);
 }
 
 static int px_pwritev(void *h, const struct iovec *iov, int cnt, off_t off, size_t *done) {
   return px_xfer(h, iov, cnt, off, done, 1);
+}
+
+static int px_set_direct(void *handle, const char *path, int flags) {
+  posix_fh *h = handle;
+  if (h->dfd >= 0) return 0;
+  int fd = open(path, (flags & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_DIRECT | O_CLOEXEC);
+  if (fd < 0) return errno;
+  h->dfd = fd;
+  return 0;
 }
 
 static int px_sync(void *handle) {
@@ -170,6 +242,7 @@ const pario_driver pario_driver_posix = {
     .lock = px_lock,
     .lock_probe = px_lock_probe,
     .unlink = px_unlink,
+    .set_direct = px_set_direct,
 };
 
 const pario_driver *pario_driver_for(const char *filename, const char **path_out) {

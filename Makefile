@@ -49,7 +49,7 @@ test-python: build
 
 test: test-c test-sanitize test-tsan test-python
 
-demo: build
+demo: build venv
 	./scripts/demo.sh $(BUILD)
 
 clean:

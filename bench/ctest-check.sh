@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs one pario-bench ctest and judges it: the exit status, and every line of the results file
+# against the contract of bench/README.md (keys, types, per-suite params and metrics).
+# usage: ctest-check.sh MODE RESULTS_FILE COMMAND...
+#   ok           exit 0, every measurement "ok" and verified (true, or null when nothing written)
+#   supported    exit 0, every measurement "ok" or "unsupported" (runs under pario)
+#   reject       the checker must reject injected corruption: exit != 0, "verification failed"
+#                printed, and a measurement with verified false and status "failed"
+set -u
+mode=$1 results=$2
+shift 2
+rm -f "$results"
+out=$("$@" 2>&1)
+rc=$?
+printf '%s\n' "$out"
+fail() { echo "ctest-check: FAIL: $*" >&2; exit 1; }
+case $mode in
+  ok|supported) [ "$rc" -eq 0 ] || fail "exit status $rc" ;;
+  reject)
+    [ "$rc" -ne 0 ] || fail "corrupted data was accepted (exit status 0)"
+    grep -q "verification failed" <<<"$out" || fail "no 'verification failed' message" ;;
+  *) fail "unknown mode $mode" ;;
+esac
+[ -s "$results" ] || fail "no results written to $results"
+command -v python3 >/dev/null || { echo "ctest-check: python3 missing, results contract not checked"; exit 0; }
+python3 - "$mode" "$results" <<'EOF' || exit 1
+import json, re, sys
+mode, path = sys.argv[1], sys.argv[2]
+PARAMS = {
+    "overlap": "size elements iterations fill_elements fill_iterations scenario io_ratio api regime hints",
+    "cfs": "test block_size file_size groups api preallocate repeat hints",
+    "noncontig": "region_size region_count region_spacing mem file access op sync hints",
+    "sharedfp": "mode data_size loops variability sizing hints",
+    "btio": "n iterations write_every mode compute_cost hints",
+}
+METRICS = {
+    "overlap": "reduce_p_time reduce_s_time ratio reduce_ps_time p_avg_calc p_avg_io s_avg_calc "
+               "s_avg_io avg_time_diff quality",
+    "cfs": "seconds mb_per_s", "noncontig": "seconds mb_per_s",
+    "sharedfp": "seconds mb_per_s records_per_s records", "btio": "compute_s io_s total_s mb_per_s",
+}
+TYPES = {"suite": str, "test": str, "impl": str, "impl_version": str, "mpi": str, "mpi_version": str,
+         "ranks": int, "params": dict, "metrics": dict, "status": str, "time": str}
+errors, lines = [], [l for l in open(path) if l.strip()]
+rejected = False
+for n, line in enumerate(lines, 1):
+    where = f"{path}:{n}"
+    try:
+        m = json.loads(line)
+    except ValueError as e:
+        errors.append(f"{where}: not JSON: {e}"); continue
+    for k, t in TYPES.items():
+        if not isinstance(m.get(k), t):
+            errors.append(f"{where}: key {k!r} missing or not {t.__name__}")
+    if errors:
+        continue
+    s = m["suite"]
+    if s not in PARAMS or m["impl"] not in ("native", "pario") or m["status"] not in ("ok", "unsupported", "failed"):
+        errors.append(f"{where}: bad suite/impl/status"); continue
+    if m.get("verified", 0) not in (True, False, None) or not (m.get("error") is None or isinstance(m["error"], str)):
+        errors.append(f"{where}: bad verified/error")
+    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", m["time"]):
+        errors.append(f"{where}: time not ISO-8601 UTC")
+    errors += [f"{where}: params lacks {p}" for p in PARAMS[s].split() if p not in m["params"]]
+    if m["status"] == "ok":
+        errors += [f"{where}: metrics lacks number {k}" for k in METRICS[s].split()
+                   if not isinstance(m["metrics"].get(k), (int, float))]
+    st, ver = m["status"], m.get("verified")
+    rejected |= st == "failed" and ver is False
+    if mode == "ok" and (st != "ok" or ver is False):
+        errors.append(f"{where}: {m['test']}: status {st}, verified {ver}: {m.get('error')}")
+    if mode == "supported" and st == "failed":
+        errors.append(f"{where}: {m['test']}: failed: {m.get('error')}")
+if mode == "reject" and not rejected:
+    errors.append(f"{path}: no measurement with status failed and verified false")
+for e in errors:
+    print("ctest-check: FAIL:", e, file=sys.stderr)
+print(f"ctest-check: {len(lines)} result line(s) checked, {len(errors)} problem(s)")
+sys.exit(1 if errors else 0)
+EOF

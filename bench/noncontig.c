@@ -1,0 +1,289 @@
+/* pario-bench noncontig: the HPIO noncontiguous access patterns used in the PIOviz study
+ * (seed 001): region size / count / spacing, memory and file each contiguous or not,
+ * independent vs collective, write and read, optional MPI_File_sync, hints; HPIO's trimmed mean. */
+#include "bench.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const layout_names[] = {"contig", "noncontig"};
+static const char *const access_names[] = {"independent", "collective"};
+static const char *const op_names[] = {"write", "read"};
+#define MAX_SIZES 32
+#define SENTINEL 0xEE
+
+typedef struct {
+  long long sizes[MAX_SIZES], count, spacing, iters;
+  int nsizes, mem, file, access, op, sync; /* mem..op: bit masks over the name tables */
+} nc_opts;
+
+const char noncontig_usage[] =
+    "usage: pario-bench noncontig [OPTIONS]\n"
+    "HPIO noncontiguous patterns (seed 001, PIOviz): each rank accesses COUNT regions of SIZE\n"
+    "bytes; in a noncontiguous file the ranks' regions interleave with SPACING-byte gaps.\n"
+    "Time per iteration = maximum over ranks; reported: mean without highest and lowest.\n\n"
+    "      --region-size LIST     bytes per region (default 32,1024)\n"
+    "      --region-count N       regions per rank (default 32768)\n"
+    "      --region-spacing BYTES gap between regions in file and memory (default 128)\n"
+    "      --mem LIST             contig,noncontig memory layout (default contig)\n"
+    "      --file LIST            contig,noncontig file layout (default noncontig)\n"
+    "      --access LIST          independent,collective (default both)\n"
+    "      --op LIST              write,read (default both)\n"
+    "      --sync                 MPI_File_sync after each write, inside the timing\n"
+    "  -i, --iterations N         timed iterations (default 10)\n" COMMON_HELP;
+
+enum { O_RSIZE = OPT_SUITE0, O_RCOUNT, O_RSPACE, O_MEM, O_FILE, O_ACCESS, O_OP, O_SYNC };
+
+static int nc_list(const char *arg, const char *const *names, int n, int *mask, const char *what) {
+  if ((*mask = parse_choice_list(arg, names, n)) < 0)
+    return usage_error("noncontig", "bad %s list '%s'", what, arg);
+  return 0;
+}
+
+static int nc_option(int c, const char *arg, void *ctx) {
+  nc_opts *o = ctx;
+  switch (c) {
+    case O_RSIZE:
+      if ((o->nsizes = parse_size_list(arg, o->sizes, MAX_SIZES)) < 0)
+        return usage_error("noncontig", "bad region size list '%s'", arg);
+      return 0;
+    case O_RCOUNT:
+      if (parse_int(arg, 1, INT_MAX, &o->count)) return usage_error("noncontig", "bad region count '%s'", arg);
+      return 0;
+    case O_RSPACE:
+      if ((o->spacing = parse_size(arg)) < 0) return usage_error("noncontig", "bad spacing '%s'", arg);
+      return 0;
+    case 'i':
+      if (parse_int(arg, 1, 100000, &o->iters)) return usage_error("noncontig", "bad iterations '%s'", arg);
+      return 0;
+    case O_MEM: return nc_list(arg, layout_names, 2, &o->mem, "memory layout");
+    case O_FILE: return nc_list(arg, layout_names, 2, &o->file, "file layout");
+    case O_ACCESS: return nc_list(arg, access_names, 2, &o->access, "access");
+    case O_OP: return nc_list(arg, op_names, 2, &o->op, "op");
+    case O_SYNC: o->sync = 1; return 0;
+    default: return usage_error("noncontig", "unknown option");
+  }
+}
+
+/* ---- one configuration: layouts, offsets, datatypes ------------------------------------- */
+
+typedef struct {
+  const nc_opts *o;
+  long long size;                 /* region size */
+  int mem_nc, file_nc, coll, read;
+  const char *path;
+  unsigned char *buf;
+  size_t buflen;
+  MPI_Datatype memtype, filetype; /* memtype: one instance covers the buffer */
+  MPI_Offset disp, fsize;
+} nc_run;
+
+static long long period(const nc_run *c) { return c->size + c->o->spacing; }
+
+static MPI_Offset file_off(const nc_run *c, long long i) {
+  if (c->file_nc) return (MPI_Offset)((i * B.size + B.rank) * period(c));
+  return (MPI_Offset)((B.rank * c->o->count + i) * c->size);
+}
+
+static size_t mem_off(const nc_run *c, long long i) {
+  return (size_t)(i * (c->mem_nc ? period(c) : c->size));
+}
+
+static void make_types(nc_run *c) {
+  long long n = c->o->count, p = B.size;
+  if (c->mem_nc) {
+    MPI_Type_create_hvector((int)n, (int)c->size, (MPI_Aint)period(c), MPI_BYTE, &c->memtype);
+    c->buflen = (size_t)((n - 1) * period(c) + c->size);
+  } else {
+    MPI_Type_contiguous((int)(n * c->size), MPI_BYTE, &c->memtype);
+    c->buflen = (size_t)(n * c->size);
+  }
+  MPI_Type_commit(&c->memtype);
+  if (c->file_nc) {
+    MPI_Type_create_hvector((int)n, (int)c->size, (MPI_Aint)(p * period(c)), MPI_BYTE, &c->filetype);
+    MPI_Type_commit(&c->filetype);
+    c->disp = (MPI_Offset)(B.rank * period(c));
+    c->fsize = (MPI_Offset)(p * n * period(c) - c->o->spacing);
+  } else {
+    c->filetype = MPI_BYTE;
+    c->disp = (MPI_Offset)(B.rank * n * c->size);
+    c->fsize = (MPI_Offset)(p * n * c->size);
+  }
+}
+
+static void free_types(nc_run *c) {
+  MPI_Type_free(&c->memtype);
+  if (c->filetype != MPI_BYTE) MPI_Type_free(&c->filetype);
+}
+
+/* The write buffer: each region holds the pattern of its file offset; memory gaps a sentinel. */
+static void fill_buffer(nc_run *c) {
+  memset(c->buf, SENTINEL, c->buflen);
+  for (long long i = 0; i < c->o->count; i++)
+    pat_fill(c->buf + mem_off(c, i), file_off(c, i), (size_t)c->size);
+}
+
+/* After a read: regions must hold the file's pattern, memory gaps the untouched sentinel. */
+static void check_buffer(result *r, const nc_run *c) {
+  for (long long i = 0; i < c->o->count && r->status == ST_OK; i++) {
+    long long bad = pat_check(c->buf + mem_off(c, i), file_off(c, i), (size_t)c->size);
+    if (bad >= 0) res_mismatch(r, "wrong data read at file offset %lld", (long long)file_off(c, i) + bad);
+    size_t g0 = mem_off(c, i) + (size_t)c->size, g1 = i + 1 < c->o->count ? mem_off(c, i + 1) : g0;
+    for (size_t k = g0; k < g1 && r->status == ST_OK; k++)
+      if (c->buf[k] != SENTINEL) res_mismatch(r, "read wrote into memory gap at buffer byte %zu", k);
+  }
+}
+
+/* Pattern inside regions; the gaps of a noncontiguous file keep the background written before. */
+static size_t nc_span(MPI_Offset off, size_t len, const void *ctx, int *want) {
+  const nc_run *c = ctx;
+  long long per = period(c), q = (long long)(off % per);
+  size_t n = (size_t)(q < c->size ? c->size - q : per - q);
+  *want = q < c->size ? SPAN_PATTERN : SPAN_GAP;
+  return n < len ? n : len;
+}
+
+/* ---- timing ----------------------------------------------------------------------------- */
+
+static void one_access(result *r, nc_run *c, MPI_File fh) {
+  MPI_Status st;
+  int rc;
+  if (res_mpi(r, MPI_File_seek(fh, 0, MPI_SEEK_SET), "MPI_File_seek")) return;
+  if (c->read)
+    rc = c->coll ? MPI_File_read_all(fh, c->buf, 1, c->memtype, &st)
+                 : MPI_File_read(fh, c->buf, 1, c->memtype, &st);
+  else
+    rc = c->coll ? MPI_File_write_all(fh, c->buf, 1, c->memtype, &st)
+                 : MPI_File_write(fh, c->buf, 1, c->memtype, &st);
+  static const char *const what[2][2] = {{"MPI_File_write", "MPI_File_write_all"},
+                                         {"MPI_File_read", "MPI_File_read_all"}};
+  if (res_mpi(r, rc, what[c->read][c->coll])) return;
+  int got = 0;
+  MPI_Get_count(&st, c->memtype, &got);
+  if (got != 1) res_fail(r, "%s transferred less than the whole buffer", what[c->read][c->coll]);
+  if (!c->read && c->o->sync) res_mpi(r, MPI_File_sync(fh), "MPI_File_sync");
+}
+
+/* Iterations between barriers; t[k] = maximum over ranks. Reads check the buffer untimed. */
+static void iterate(result *r, nc_run *c, MPI_File fh, double *t) {
+  for (long long k = 0; k < c->o->iters; k++) {
+    if (c->read) memset(c->buf, SENTINEL, c->buflen);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now();
+    if (r->status == ST_OK) one_access(r, c, fh);
+    MPI_Barrier(MPI_COMM_WORLD);
+    t[k] = max_all(now() - t0);
+    if (c->read && B.verify && r->status == ST_OK) check_buffer(r, c);
+    if (!res_ok_everywhere(r)) return;
+  }
+}
+
+static void run_measure(result *r, nc_run *c, double *t) {
+  if (c->read) {
+    pat_write_file(r, c->path, c->fsize);
+    if (B.inject) corrupt_byte(c->path, file_off(c, 0) + (c->size > 5 ? 5 : 0));
+  } else { /* MPI leaves never-written bytes undefined, so the gaps get a known background */
+    if (c->file_nc) gap_write_file(r, c->path, c->fsize);
+    else file_remove(c->path);
+    fill_buffer(c);
+  }
+  if (!res_ok_everywhere(r)) return;
+  MPI_File fh;
+  int amode = c->read ? MPI_MODE_RDONLY : MPI_MODE_CREATE | MPI_MODE_WRONLY;
+  if (res_mpi(r, file_open_hinted(MPI_COMM_WORLD, c->path, amode, NULL, NULL, &fh), "MPI_File_open") ||
+      !res_ok_everywhere(r)) {
+    file_close(r, &fh, "MPI_File_close");
+    return;
+  }
+  int rc = MPI_File_set_view(fh, c->disp, MPI_BYTE, c->filetype, "native", MPI_INFO_NULL);
+  if (!res_mpi(r, rc, "MPI_File_set_view") && res_ok_everywhere(r)) iterate(r, c, fh, t);
+  file_close(r, &fh, "MPI_File_close");
+  if (!res_ok_everywhere(r) || c->read) {
+    if (c->read && B.verify && r->status == ST_OK) res_verified(r);
+    return;
+  }
+  if (B.inject) corrupt_byte(c->path, c->size > 5 ? 5 : 0);
+  if (B.verify) pat_verify_file(r, c->path, c->fsize, c->file_nc ? nc_span : NULL, c);
+}
+
+static void set_params(result *r, const nc_run *c) {
+  const nc_opts *o = c->o;
+  char b[32];
+  jo_int(&r->params, "region_size", c->size);
+  jo_int(&r->params, "region_count", o->count);
+  jo_int(&r->params, "region_spacing", o->spacing);
+  jo_str(&r->params, "mem", layout_names[c->mem_nc]);
+  jo_str(&r->params, "file", layout_names[c->file_nc]);
+  jo_str(&r->params, "access", access_names[c->coll]);
+  jo_str(&r->params, "op", op_names[c->read]);
+  jo_bool(&r->params, "sync", o->sync);
+  jo_int(&r->params, "iterations", o->iters);
+  res_common_params(r);
+  snprintf(r->label, sizeof r->label, "region=%s x%lld gap=%lld mem=%s file=%s%s",
+           size_str(c->size, b, sizeof b), o->count, o->spacing, c->mem_nc ? "nc" : "c",
+           c->file_nc ? "nc" : "c", o->sync && !c->read ? " sync" : "");
+}
+
+static void measure(nc_run *c) {
+  result r;
+  char test[64];
+  snprintf(test, sizeof test, "%s-%s", access_names[c->coll], op_names[c->read]);
+  res_init(&r, "noncontig", test);
+  set_params(&r, c);
+  double *t = calloc((size_t)c->o->iters, sizeof *t);
+  c->buf = xalloc(c->buflen);
+  run_measure(&r, c, t);
+  res_agree(&r);
+  if (r.status == ST_OK) {
+    double bytes = (double)B.size * (double)c->o->count * (double)c->size, lo = t[0], hi = t[0];
+    for (long long k = 1; k < c->o->iters; k++) lo = t[k] < lo ? t[k] : lo, hi = t[k] > hi ? t[k] : hi;
+    r.seconds = trimmed_mean(t, (int)c->o->iters);
+    r.mbps = bytes / r.seconds / 1e6;
+    jo_num(&r.metrics, "seconds", r.seconds);
+    jo_num(&r.metrics, "mb_per_s", r.mbps);
+    jo_int(&r.metrics, "bytes", (long long)bytes);
+    jo_num(&r.metrics, "min_seconds", lo);
+    jo_num(&r.metrics, "max_seconds", hi);
+  }
+  res_emit(&r);
+  free(c->buf);
+  free(t);
+  if (!B.keep) file_remove(c->path);
+}
+
+static void run_all(const nc_opts *o, const char *path) {
+  for (int s = 0; s < o->nsizes; s++)
+    for (int m = 0; m < 2; m++)
+      for (int f = 0; f < 2; f++)
+        for (int a = 0; a < 2; a++)
+          for (int op = 0; op < 2; op++) {
+            if (!(o->mem >> m & 1) || !(o->file >> f & 1) || !(o->access >> a & 1) || !(o->op >> op & 1))
+              continue;
+            nc_run c = {.o = o, .size = o->sizes[s], .mem_nc = m, .file_nc = f, .coll = a,
+                        .read = op, .path = path};
+            make_types(&c);
+            measure(&c);
+            free_types(&c);
+          }
+}
+
+int noncontig_main(int argc, char **argv) {
+  nc_opts o = {.sizes = {32, 1024}, .nsizes = 2, .count = 32768, .spacing = 128, .iters = 10,
+               .mem = 1, .file = 2, .access = 3, .op = 3};
+  static const struct option longopts[] = {
+      {"region-size", required_argument, 0, O_RSIZE}, {"region-count", required_argument, 0, O_RCOUNT},
+      {"region-spacing", required_argument, 0, O_RSPACE}, {"mem", required_argument, 0, O_MEM},
+      {"file", required_argument, 0, O_FILE},   {"access", required_argument, 0, O_ACCESS},
+      {"op", required_argument, 0, O_OP},       {"sync", no_argument, 0, O_SYNC},
+      {"iterations", required_argument, 0, 'i'}, COMMON_LONG_OPTS, {0, 0, 0, 0}};
+  int rc = parse_options("noncontig", argc, argv, COMMON_SHORT "i:", longopts, nc_option, &o);
+  if (rc) return rc;
+  for (int s = 0; s < o.nsizes; s++)
+    if ((o.sizes[s] + o.spacing) * o.count * B.size > (long long)INT_MAX)
+      return usage_error("noncontig", "region size %lld x count x ranks exceeds 2 GiB", o.sizes[s]);
+  char path[4096];
+  run_all(&o, test_path(path, sizeof path, "noncontig.dat"));
+  return 0;
+}

@@ -1,0 +1,12 @@
+"""pario: benchmark sweeps, result parsing and reports for the pario MPI-IO library.
+
+The C library and the `pario-bench` program live in the same source tree; this package
+drives `pario-bench` over MPI flavours, implementations and rank counts and turns the
+JSON lines it writes into tables and a report with figures.
+"""
+
+__version__ = "0.1.0"
+
+SUITES = ("overlap", "cfs", "noncontig", "sharedfp", "btio")
+IMPLS = ("native", "pario")
+MPIS = ("openmpi", "mpich")

@@ -1,0 +1,372 @@
+"""From measurements to tables: grouping repeats, native-vs-pario comparison, text tables.
+
+Measurements with the same suite, test, MPI, implementation, rank count and parameters
+are repeats of one configuration; a Group averages them. A Comparison pairs the native
+and pario groups of one configuration and gives pario/native of the suite's key metric
+(bandwidth; for overlap, the nonblocking/blocking ratio, so the ratio of ratios).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from . import IMPLS, MPIS, SUITES
+from .results import Measurement
+
+# Key metric per suite, its unit, and whether larger is better.
+KEY_METRIC: Dict[str, Tuple[str, str, bool]] = {
+    "overlap": ("ratio", "nonblocking/blocking", False),
+    "cfs": ("mb_per_s", "MB/s", True),
+    "noncontig": ("mb_per_s", "MB/s", True),
+    "sharedfp": ("mb_per_s", "MB/s", True),
+    "btio": ("mb_per_s", "MB/s", True),
+}
+
+SUITE_TITLES = {
+    "overlap": "Overlap of computation and nonblocking I/O (Büttner)",
+    "cfs": "Concurrent file system tests: broadcast, partitioned, interleaved (Nitzberg)",
+    "noncontig": "Noncontiguous access, independent vs collective (HPIO / PIOviz)",
+    "sharedfp": "Shared file pointers (Vanegas)",
+    "btio": "BTIO-style solver output: compute and I/O time (RIO)",
+}
+
+SHAREDFP_MODES = {1: "write_shared", 2: "write_ordered", 3: "iwrite_shared", 4: "write_ordered_begin"}
+
+# Parameters worth naming in a row label, in display order.
+LABEL_PARAMS: Dict[str, Sequence[str]] = {
+    "overlap": ("scenario", "api", "regime", "elements", "io_ratio", "iterations"),
+    "cfs": ("block_size", "file_size", "groups", "api", "preallocate"),
+    "noncontig": ("op", "access", "region_size", "region_count", "region_spacing", "mem", "file", "sync", "hints"),
+    "sharedfp": ("mode", "data_size", "loops", "variability", "sizing"),
+    "btio": ("mode", "n", "iterations", "write_every", "compute_cost"),
+}
+
+SIZE_PARAMS = {"elements", "fill_elements", "block_size", "file_size", "region_size", "region_spacing",
+               "data_size"}
+
+# Parameters the sub-test name already says (left out of table rows that show the test).
+TEST_PARAMS: Dict[str, Tuple[str, ...]] = {
+    "overlap": ("scenario",), "cfs": ("test",), "noncontig": ("op", "access"),
+    "sharedfp": ("mode",), "btio": ("mode",),
+}
+
+# Parameters never shown as a configuration: overlap's `size` is the rank count (the
+# thesis's field name).
+HIDDEN_PARAMS: Dict[str, Tuple[str, ...]] = {"overlap": ("size",)}
+
+
+def params_key(params: dict) -> str:
+    return json.dumps(params, sort_keys=True, default=str)
+
+
+def fmt_bytes(n) -> str:
+    try:
+        n = int(n)
+    except (TypeError, ValueError):
+        return str(n)
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    return f"{n} B"
+
+
+def fmt_param(name: str, value) -> str:
+    if name in SIZE_PARAMS:
+        return fmt_bytes(value)
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in sorted(value.items())) or "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if name == "mode" and isinstance(value, int) and value in SHAREDFP_MODES:
+        return f"{value} ({SHAREDFP_MODES[value]})"
+    return str(value)
+
+
+def fmt_num(v: Optional[float], digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if float(v).is_integer() and a < 1e6:
+        return f"{int(v):,}" if a >= 1000 else str(int(v))
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.{digits - 1}f}" if digits > 1 else f"{v:.0f}"
+    return f"{v:.{digits}g}" if a < 0.001 else f"{v:.{digits}f}"
+
+
+def regime_of(params: dict) -> str:
+    """The storage regime a measurement ran under, as far as its parameters say."""
+    if "regime" in params:
+        return str(params["regime"])
+    if "sync" in params:
+        return "synced" if params["sync"] else "cached"
+    return "cached"
+
+
+@dataclass
+class Group:
+    suite: str
+    test: str
+    mpi: str
+    impl: str
+    ranks: int
+    params: dict
+    items: List[Measurement] = field(default_factory=list)
+
+    @property
+    def ok_items(self) -> List[Measurement]:
+        return [m for m in self.items if m.ok]
+
+    @property
+    def status(self) -> str:
+        if self.ok_items:
+            return "ok"
+        if self.items and all(m.status == "unsupported" for m in self.items):
+            return "unsupported"
+        return "failed"
+
+    @property
+    def verified(self) -> Optional[bool]:
+        vals = [m.verified for m in self.items]
+        if any(v is False for v in vals):
+            return False
+        if vals and all(v is True for v in vals):
+            return True
+        return None
+
+    @property
+    def error(self) -> str:
+        for m in self.items:
+            if m.error:
+                return m.error
+        return ""
+
+    def values(self, metric: str) -> List[float]:
+        return [v for v in (m.metric(metric) for m in self.ok_items) if v is not None]
+
+    def mean(self, metric: str) -> Optional[float]:
+        vals = self.values(metric)
+        return sum(vals) / len(vals) if vals else None
+
+    def min(self, metric: str) -> Optional[float]:
+        vals = self.values(metric)
+        return min(vals) if vals else None
+
+    def max(self, metric: str) -> Optional[float]:
+        vals = self.values(metric)
+        return max(vals) if vals else None
+
+    @property
+    def regime(self) -> str:
+        return regime_of(self.params)
+
+    def param(self, name: str, default=None):
+        return self.params.get(name, default)
+
+
+CFS_ORDER = ("broadcast-read", "partitioned-write", "partitioned-read", "interleaved-write", "interleaved-read")
+BTIO_ORDER = ("blocking", "nonblocking", "stage")
+OVERLAP_ORDER = ("equal", "io-bound", "compute-bound")
+
+
+def _index(seq: Sequence, value, default: int = 99) -> int:
+    return seq.index(value) if value in seq else default
+
+
+def subtest_order(suite: str, test: str, params: dict) -> tuple:
+    """Where a sub-test goes in tables: the seed papers' order, not the alphabet."""
+    if suite == "cfs":
+        return (_index(CFS_ORDER, test), test)
+    if suite == "sharedfp":
+        mode = params.get("mode")
+        return (mode if isinstance(mode, int) else 99, test)
+    if suite == "btio":
+        return (_index(BTIO_ORDER, params.get("mode", test)), test)
+    if suite == "noncontig":
+        return (params.get("op") != "write", params.get("access") != "independent", test)
+    if suite == "overlap":
+        return (_index(OVERLAP_ORDER, params.get("scenario", test)), test)
+    return (0, test)
+
+
+def _params_order(params: dict) -> tuple:
+    """Parameters in key order, numbers compared as numbers."""
+    return tuple((k, 0, v, "") if isinstance(v, (int, float)) and not isinstance(v, bool)
+                 else (k, 1, 0, json.dumps(v, sort_keys=True, default=str)) for k, v in sorted(params.items()))
+
+
+def _sort_key(g: Group):
+    return (SUITES.index(g.suite) if g.suite in SUITES else len(SUITES), g.suite,
+            subtest_order(g.suite, g.test, g.params),
+            MPIS.index(g.mpi) if g.mpi in MPIS else len(MPIS), g.mpi, _params_order(g.params), g.ranks,
+            IMPLS.index(g.impl) if g.impl in IMPLS else len(IMPLS), g.impl)
+
+
+def group(measurements: Iterable[Measurement]) -> List[Group]:
+    groups: "OrderedDict[tuple, Group]" = OrderedDict()
+    for m in measurements:
+        key = (m.suite, m.test, m.mpi, m.impl, m.ranks, params_key(m.params))
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = Group(m.suite, m.test, m.mpi, m.impl, m.ranks, m.params)
+        g.items.append(m)
+    return sorted(groups.values(), key=_sort_key)
+
+
+def varying_params(groups: Sequence[Group]) -> List[str]:
+    """Parameters that take more than one value across these groups (label order first)."""
+    seen: Dict[str, set] = {}
+    suite = groups[0].suite if groups else ""
+    hidden = HIDDEN_PARAMS.get(suite, ())
+    for g in groups:
+        for k, v in g.params.items():
+            if k not in hidden:
+                seen.setdefault(k, set()).add(json.dumps(v, sort_keys=True, default=str))
+    order = list(LABEL_PARAMS.get(suite, ())) + sorted(seen)
+    out: List[str] = []
+    for k in order:
+        if k in seen and len(seen[k]) > 1 and k not in out:
+            out.append(k)
+    return out
+
+
+def common_params(groups: Sequence[Group]) -> Dict[str, object]:
+    """Parameters with one value across all these groups."""
+    if not groups:
+        return {}
+    vary = set(varying_params(groups))
+    hidden = HIDDEN_PARAMS.get(groups[0].suite, ())
+    out: Dict[str, object] = {}
+    for g in groups:
+        for k, v in g.params.items():
+            if k not in vary and k not in hidden and k not in out:
+                out[k] = v
+    return out
+
+
+def label(g: Group, keys: Sequence[str]) -> str:
+    parts = [f"{k}={fmt_param(k, g.params[k])}" for k in keys if k in g.params]
+    return " ".join(parts)
+
+
+@dataclass
+class Comparison:
+    suite: str
+    test: str
+    mpi: str
+    ranks: int
+    params: dict
+    native: Optional[Group]
+    pario: Optional[Group]
+
+    @property
+    def metric(self) -> str:
+        return KEY_METRIC.get(self.suite, ("mb_per_s", "", True))[0]
+
+    @property
+    def native_value(self) -> Optional[float]:
+        return self.native.mean(self.metric) if self.native else None
+
+    @property
+    def pario_value(self) -> Optional[float]:
+        return self.pario.mean(self.metric) if self.pario else None
+
+    @property
+    def ratio(self) -> Optional[float]:
+        n, p = self.native_value, self.pario_value
+        if n is None or p is None or n == 0:
+            return None
+        return p / n
+
+    @property
+    def regime(self) -> str:
+        return regime_of(self.params)
+
+    def status(self, impl: str) -> str:
+        g = self.native if impl == "native" else self.pario
+        return g.status if g else "missing"
+
+
+def compare(groups: Iterable[Group]) -> List[Comparison]:
+    pairs: "OrderedDict[tuple, Dict[str, Group]]" = OrderedDict()
+    for g in groups:
+        key = (g.suite, g.test, g.mpi, g.ranks, params_key(g.params))
+        pairs.setdefault(key, {})[g.impl] = g
+    out = []
+    for (suite, test, mpi, ranks, _), d in pairs.items():
+        any_g = d.get("native") or d.get("pario") or next(iter(d.values()))
+        out.append(Comparison(suite, test, mpi, ranks, any_g.params, d.get("native"), d.get("pario")))
+    return out
+
+
+def geomean(values: Iterable[float]) -> Optional[float]:
+    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
+    """Plain-text table; columns whose index is in `right` are right-aligned."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(str(cell)))
+
+    def line(cells):
+        out = []
+        for i, c in enumerate(cells):
+            c = str(c)
+            out.append(c.rjust(widths[i]) if i in right else c.ljust(widths[i]))
+        return "  ".join(out).rstrip()
+
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(headers), sep] + [line(r) for r in rows])
+
+
+def summary_rows(comparisons: Sequence[Comparison]) -> List[List[str]]:
+    """Per suite and MPI: how many configurations ran, and pario/native of the key metric."""
+    buckets: "OrderedDict[tuple, List[Comparison]]" = OrderedDict()
+    for c in sorted(comparisons, key=lambda c: (SUITES.index(c.suite) if c.suite in SUITES else 99,
+                                                  MPIS.index(c.mpi) if c.mpi in MPIS else 99)):
+        buckets.setdefault((c.suite, c.mpi), []).append(c)
+    # implementations of this sweep: one with no result at all in a suite is a failure there
+    present = [i for i in IMPLS if any(c.status(i) != "missing" for c in comparisons)]
+    rows = []
+    for (suite, mpi), cs in buckets.items():
+        ratios = [c.ratio for c in cs if c.ratio is not None]
+        n_ok = sum(1 for c in cs if c.status("native") == "ok")
+        p_ok = sum(1 for c in cs if c.status("pario") == "ok")
+        bad = sum(1 for c in cs for impl in present if c.status(impl) in ("failed", "missing"))
+        uns = sum(1 for c in cs for impl in IMPLS if c.status(impl) == "unsupported")
+        metric, unit, higher = KEY_METRIC.get(suite, ("mb_per_s", "MB/s", True))
+        gm = geomean(ratios)
+        rows.append([suite, mpi, str(len(cs)), str(n_ok), str(p_ok), str(bad), str(uns),
+                     unit if higher else f"{metric} (lower is better)",
+                     fmt_num(gm) if gm is not None else "-",
+                     fmt_num(min(ratios)) if ratios else "-",
+                     fmt_num(max(ratios)) if ratios else "-"])
+    return rows
+
+
+SUMMARY_HEADERS = ["suite", "mpi", "configs", "native ok", "pario ok", "failed/missing", "unsupported",
+                   "metric", "pario/native", "min", "max"]
+SUMMARY_RIGHT = (2, 3, 4, 5, 6, 8, 9, 10)
+
+
+def summary_text(comparisons: Sequence[Comparison]) -> str:
+    rows = summary_rows(comparisons)
+    if not rows:
+        return "(no measurements)"
+    return format_table(SUMMARY_HEADERS, rows, SUMMARY_RIGHT)

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# make demo: the native MPI-IO against pario on this machine, both MPIs. First the examples
+# (files compared byte for byte), then the benchmark sweep `pario bench run all --quick`,
+# which prints a summary table and writes results/demo-*/report.html.
+set -euo pipefail
+build=${1:-build}
+cd "$(dirname "$0")/.."
+if [ -x scripts/compare-examples.sh ]; then
+  echo "== examples: native MPI-IO vs pario, files compared byte for byte"
+  scripts/compare-examples.sh "$build"
+fi
+echo "== pario bench run all --quick"
+exec "$build/venv/bin/pario" bench run all --quick --build-dir "$build" \
+  --out "results/demo-$(date -u +%Y%m%d-%H%M%S)"

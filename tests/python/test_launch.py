@@ -1,0 +1,52 @@
+"""Launcher command lines: the defaults mirror scripts/mpirun.sh; templates for srun & co."""
+
+import pytest
+
+from pario.launch import Launcher, LauncherError, default_command
+
+PROG = ["/b/pario-bench", "cfs", "--results", "/r.jsonl"]
+
+
+def test_openmpi_native_and_pario():
+    cmd = default_command("openmpi", 4, PROG, None, environ={})
+    assert cmd[0] == "mpiexec.openmpi" and "--oversubscribe" in cmd
+    assert cmd[-len(PROG) - 2:] == ["-n", "4"] + PROG
+    assert not any("LD_PRELOAD" in c for c in cmd)
+    cmd = default_command("openmpi", 2, PROG, "/l/libpario.so", environ={"PARIO_HINTS": "/h"})
+    assert cmd[cmd.index("-x") + 1] == "LD_PRELOAD=/l/libpario.so"
+    assert ["-x", "PARIO_HINTS"] == cmd[cmd.index("PARIO_HINTS") - 1:cmd.index("PARIO_HINTS") + 1]
+
+
+def test_mpich_native_and_pario():
+    assert default_command("mpich", 1, PROG, None, environ={}) == \
+        ["mpiexec.mpich", "-launcher", "fork", "-bind-to", "none", "-n", "1"] + PROG
+    cmd = default_command("mpich", 2, PROG, "/l/libpario.so", environ={"PARIO_ASAN_LIB": "/asan.so"})
+    assert cmd[:8] == ["mpiexec.mpich", "-launcher", "fork", "-bind-to", "none",
+                       "-genv", "LD_PRELOAD", "/asan.so /l/libpario.so"]
+
+
+def test_unknown_flavour():
+    with pytest.raises(LauncherError):
+        default_command("lam", 1, PROG)
+
+
+def test_root_environment():
+    env = Launcher().env({"PATH": "/bin"})
+    assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1" and env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
+    assert env["PATH"] == "/bin"
+
+
+def test_template_launcher():
+    launcher = Launcher("srun -n {ranks} --mpi=pmix")
+    assert launcher.custom
+    assert launcher.command("mpich", 8, PROG, None, environ={}) == ["srun", "-n", "8", "--mpi=pmix"] + PROG
+    cmd = launcher.command("mpich", 8, PROG, "/l/libpario.so", environ={})
+    assert cmd == ["srun", "-n", "8", "--mpi=pmix", "env", "LD_PRELOAD=/l/libpario.so"] + PROG
+    cmd = Launcher("mpiexec.{mpi} -np {np}").command("openmpi", 3, PROG, None, environ={})
+    assert cmd[:3] == ["mpiexec.openmpi", "-np", "3"]
+
+
+@pytest.mark.parametrize("bad", ["", "srun", "mpiexec -n {rank}", "srun -n {ranks"])
+def test_bad_templates(bad):
+    with pytest.raises(LauncherError):
+        Launcher(bad)

@@ -22,7 +22,7 @@ typedef struct {
   const char *file, *fill, *tsv;
   long long iters, elements, fill_iters, fill_elements, min_tries, max_tries;
   double margin, ratio;
-  int scenario, api, regime, ratio_set, verbose;
+  int scenario, api, regime, ratio_set, verbose, collective;
 } ov_opts;
 
 const char overlap_usage[] =
@@ -41,6 +41,7 @@ const char overlap_usage[] =
     "      --max-tries N         calibration tries at most (default 100)\n"
     "      --scenario S          equal (default), io-bound or compute-bound (section 5.3)\n"
     "      --ratio R             I/O:compute time ratio (default 1, 2 or 0.5 by scenario)\n"
+    "      --collective          collective writes: MPI_File_iwrite_all / MPI_File_write_all\n"
     "      --api A               native (MPI_File_iwrite, default) or thread (E_MPI_File_iwrite:\n"
     "                            a POSIX thread calling MPI_File_write; needs THREAD_MULTIPLE)\n"
     "      --sync-each           MPI_File_sync after every write (regime synced)\n"
@@ -50,7 +51,7 @@ const char overlap_usage[] =
     "                            results.txt; - for stdout)\n"
     "      --verbose             print every calibration try (rank 0)\n" COMMON_HELP;
 
-enum { O_MINT = OPT_SUITE0, O_MAXT, O_SCEN, O_RATIO, O_API, O_SYNC, O_DIRECT, O_REGIME, O_TSV,
+enum { O_MINT = OPT_SUITE0, O_MAXT, O_SCEN, O_RATIO, O_API, O_SYNC, O_DIRECT, O_REGIME, O_TSV, O_COLL,
        O_VERBOSE };
 
 static int ov_count(const char *arg, long long lo, long long hi, long long *out, const char *what) {
@@ -95,6 +96,7 @@ static int ov_option(int c, const char *arg, void *ctx) {
     case O_REGIME: return ov_choice(arg, regime_names, 3, &o->regime, "regime");
     case O_TSV: o->tsv = arg; return 0;
     case O_VERBOSE: o->verbose = 1; return 0;
+    case O_COLL: o->collective = 1; return 0;
     default: return usage_error("overlap", "unknown option");
   }
 }
@@ -163,8 +165,9 @@ static void iter_thread(result *r, ov_ctx *c, ov_times *t) {
 static void iter_native(result *r, ov_ctx *c, ov_times *t) {
   MPI_Request req;
   double t0 = now(), done = -1;
-  if (res_mpi(r, MPI_File_iwrite(c->fh, c->buf, (int)c->o->elements, MPI_BYTE, &req), "MPI_File_iwrite"))
-    return;
+  int rc = c->o->collective ? MPI_File_iwrite_all(c->fh, c->buf, (int)c->o->elements, MPI_BYTE, &req)
+                            : MPI_File_iwrite(c->fh, c->buf, (int)c->o->elements, MPI_BYTE, &req);
+  if (res_mpi(r, rc, c->o->collective ? "MPI_File_iwrite_all" : "MPI_File_iwrite")) return;
   double tc = now();
   long long per = (long long)c->units / SLICES;
   for (int k = 0; k < SLICES; k++) {
@@ -181,9 +184,9 @@ static void iter_native(result *r, ov_ctx *c, ov_times *t) {
 
 static void iter_blocking(result *r, ov_ctx *c, ov_times *t) {
   double t0 = now();
-  if (res_mpi(r, MPI_File_write(c->fh, c->buf, (int)c->o->elements, MPI_BYTE, MPI_STATUS_IGNORE),
-              "MPI_File_write"))
-    return;
+  int rc = c->o->collective ? MPI_File_write_all(c->fh, c->buf, (int)c->o->elements, MPI_BYTE, MPI_STATUS_IGNORE)
+                            : MPI_File_write(c->fh, c->buf, (int)c->o->elements, MPI_BYTE, MPI_STATUS_IGNORE);
+  if (res_mpi(r, rc, c->o->collective ? "MPI_File_write_all" : "MPI_File_write")) return;
   if (c->o->regime == SYNCED && res_mpi(r, MPI_File_sync(c->fh), "MPI_File_sync")) return;
   t->io = now() - t0;
   double tc = now();
@@ -389,6 +392,7 @@ static void set_params(result *r, const ov_opts *o) {
   jo_str(p, "scenario", scenario_names[o->scenario]);
   jo_num(p, "io_ratio", o->ratio);
   jo_str(p, "api", api_names[o->api]);
+  jo_bool(p, "collective", o->collective);
   jo_str(p, "regime", regime_names[o->regime]);
   jo_num(p, "margin", o->margin);
   jo_int(p, "min_tries", o->min_tries);
@@ -427,6 +431,7 @@ int overlap_main(int argc, char **argv) {
       {"api", required_argument, 0, O_API},        {"sync-each", no_argument, 0, O_SYNC},
       {"direct", no_argument, 0, O_DIRECT},        {"regime", required_argument, 0, O_REGIME},
       {"tsv", required_argument, 0, O_TSV},        {"verbose", no_argument, 0, O_VERBOSE},
+      {"collective", no_argument, 0, O_COLL},
       COMMON_LONG_OPTS, {0, 0, 0, 0}};
   int rc = parse_options("overlap", argc, argv, COMMON_SHORT "f:F:di:s:I:e:m:", longopts, ov_option, &o);
   if (rc || (rc = check_ratio(&o))) return rc;

@@ -67,9 +67,8 @@ PARIO_WEAK_ALIAS(MPI_File_preallocate)
 PARIO_EXPORT int PMPI_File_get_size(MPI_File fh, MPI_Offset *size) {
   static const char op[] = "MPI_File_get_size";
   pario_file *f;
-  int rc = pario_file_check(fh, op, &f);
+  int rc = pario_file_check_out(fh, op, size, &f);
   if (rc != MPI_SUCCESS) return rc;
-  if (!size) return pario_file_error(fh, pario_err(MPI_ERR_ARG, op, f->filename, 0, "null size pointer"));
   off_t s = 0;
   int e = f->drv->size(f->dh, &s);
   if (e) return pario_file_error(fh, pario_err(pario_errno_class(e), op, f->filename, e, "cannot get size"));
@@ -95,18 +94,16 @@ PARIO_WEAK_ALIAS(MPI_File_sync)
 
 PARIO_EXPORT int PMPI_File_get_group(MPI_File fh, MPI_Group *group) {
   pario_file *f;
-  int rc = pario_file_check(fh, "MPI_File_get_group", &f);
+  int rc = pario_file_check_out(fh, "MPI_File_get_group", group, &f);
   if (rc != MPI_SUCCESS) return rc;
-  if (!group) return pario_file_error(fh, pario_err(MPI_ERR_ARG, "MPI_File_get_group", f->filename, 0, "null group pointer"));
   return pario_file_error(fh, PMPI_Comm_group(f->comm, group));
 }
 PARIO_WEAK_ALIAS(MPI_File_get_group)
 
 PARIO_EXPORT int PMPI_File_get_amode(MPI_File fh, int *amode) {
   pario_file *f;
-  int rc = pario_file_check(fh, "MPI_File_get_amode", &f);
+  int rc = pario_file_check_out(fh, "MPI_File_get_amode", amode, &f);
   if (rc != MPI_SUCCESS) return rc;
-  if (!amode) return pario_file_error(fh, pario_err(MPI_ERR_ARG, "MPI_File_get_amode", f->filename, 0, "null pointer"));
   *amode = f->amode;
   return MPI_SUCCESS;
 }
@@ -126,9 +123,8 @@ PARIO_WEAK_ALIAS(MPI_File_set_info)
 
 PARIO_EXPORT int PMPI_File_get_info(MPI_File fh, MPI_Info *info_used) {
   pario_file *f;
-  int rc = pario_file_check(fh, "MPI_File_get_info", &f);
+  int rc = pario_file_check_out(fh, "MPI_File_get_info", info_used, &f);
   if (rc != MPI_SUCCESS) return rc;
-  if (!info_used) return pario_file_error(fh, pario_err(MPI_ERR_ARG, "MPI_File_get_info", f->filename, 0, "null info pointer"));
   pthread_mutex_lock(&f->lock);
   rc = pario_hints_to_info(&f->hints, info_used);
   pthread_mutex_unlock(&f->lock);
@@ -159,9 +155,8 @@ PARIO_WEAK_ALIAS(MPI_File_set_atomicity)
 
 PARIO_EXPORT int PMPI_File_get_atomicity(MPI_File fh, int *flag) {
   pario_file *f;
-  int rc = pario_file_check(fh, "MPI_File_get_atomicity", &f);
+  int rc = pario_file_check_out(fh, "MPI_File_get_atomicity", flag, &f);
   if (rc != MPI_SUCCESS) return rc;
-  if (!flag) return pario_file_error(fh, pario_err(MPI_ERR_ARG, "MPI_File_get_atomicity", f->filename, 0, "null pointer"));
   *flag = f->atomic;
   return MPI_SUCCESS;
 }

@@ -10,12 +10,7 @@ static int nb_prepare(MPI_File fh, const char *op, int rw, int explicit_off, MPI
   const pario_typemap *tm;
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
-  rc = pario_access_check(f, op, rw, buf, count, type, &tm);
-  if (rc == MPI_SUCCESS && explicit_off && offset < 0)
-    rc = pario_err(MPI_ERR_ARG, op, f->filename, 0, "negative offset %lld", (long long)offset);
-  if (rc == MPI_SUCCESS && (f->amode & MPI_MODE_SEQUENTIAL))
-    rc = pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, 0,
-                   "not allowed on a file opened with MPI_MODE_SEQUENTIAL (use the shared file pointer)");
+  rc = pario_access_args(f, op, rw, explicit_off, offset, buf, count, type, &tm);
   if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
   if (explicit_off) {
     *pos = offset * f->view.esize;

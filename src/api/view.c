@@ -72,9 +72,8 @@ PARIO_WEAK_ALIAS(MPI_File_seek)
 PARIO_EXPORT int PMPI_File_get_position(MPI_File fh, MPI_Offset *offset) {
   static const char op[] = "MPI_File_get_position";
   pario_file *f;
-  int rc = pario_file_check(fh, op, &f);
+  int rc = pario_file_check_out(fh, op, offset, &f);
   if (rc != MPI_SUCCESS) return rc;
-  if (!offset) return pario_file_error(fh, pario_err(MPI_ERR_ARG, op, f->filename, 0, "null pointer"));
   if (f->amode & MPI_MODE_SEQUENTIAL)
     return pario_file_error(fh, pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, 0,
                                           "not allowed with MPI_MODE_SEQUENTIAL"));
@@ -88,9 +87,8 @@ PARIO_WEAK_ALIAS(MPI_File_get_position)
 PARIO_EXPORT int PMPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_Offset *disp) {
   static const char op[] = "MPI_File_get_byte_offset";
   pario_file *f;
-  int rc = pario_file_check(fh, op, &f);
+  int rc = pario_file_check_out(fh, op, disp, &f);
   if (rc != MPI_SUCCESS) return rc;
-  if (!disp) return pario_file_error(fh, pario_err(MPI_ERR_ARG, op, f->filename, 0, "null pointer"));
   if (offset < 0)
     return pario_file_error(fh, pario_err(MPI_ERR_ARG, op, f->filename, 0, "negative offset %lld", (long long)offset));
   pthread_mutex_lock(&f->lock);

@@ -77,7 +77,13 @@ int pario_access(pario_file *f, const char *op, int rw, MPI_Offset pos, void *bu
 /* Check arguments of a data access; returns an error code or MPI_SUCCESS. */
 int pario_access_check(pario_file *f, const char *op, int rw, const void *buf, MPI_Count count,
                        MPI_Datatype type, const pario_typemap **tm);
+/* pario_access_check plus the rules of the explicit-offset and individual-pointer calls
+ * (no negative offset, none of them on MPI_MODE_SEQUENTIAL files). */
+int pario_access_args(pario_file *f, const char *op, int rw, int explicit_off, MPI_Offset offset,
+                      const void *buf, MPI_Count count, MPI_Datatype type, const pario_typemap **tm);
 void pario_status_set(MPI_Status *status, MPI_Count bytes);
+/* pario_file_check for a query with one output pointer, which must not be NULL. */
+int pario_file_check_out(MPI_File fh, const char *op, const void *out, pario_file **f);
 
 /* Agreement among the ranks of f->comm: returns the worst error class seen anywhere
  * (MPI_SUCCESS when all succeeded). */

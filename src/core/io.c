@@ -28,6 +28,17 @@ int pario_access_check(pario_file *f, const char *op, int rw, const void *buf, M
   return MPI_SUCCESS;
 }
 
+int pario_access_args(pario_file *f, const char *op, int rw, int explicit_off, MPI_Offset offset,
+                      const void *buf, MPI_Count count, MPI_Datatype type, const pario_typemap **tm) {
+  int rc = pario_access_check(f, op, rw, buf, count, type, tm);
+  if (rc == MPI_SUCCESS && explicit_off && offset < 0)
+    rc = pario_err(MPI_ERR_ARG, op, f->filename, 0, "negative offset %lld", (long long)offset);
+  if (rc == MPI_SUCCESS && (f->amode & MPI_MODE_SEQUENTIAL))
+    rc = pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, 0,
+                   "not allowed on a file opened with MPI_MODE_SEQUENTIAL (use the shared file pointer)");
+  return rc;
+}
+
 void pario_status_set(MPI_Status *status, MPI_Count bytes) {
   if (status == MPI_STATUS_IGNORE) return;
   PMPI_Status_set_elements_x(status, MPI_BYTE, bytes);

@@ -106,3 +106,10 @@ int pario_file_check(MPI_File fh, const char *op, pario_file **out) {
   *out = pario_file_of(fh);
   return MPI_SUCCESS;
 }
+
+int pario_file_check_out(MPI_File fh, const char *op, const void *out, pario_file **f) {
+  int rc = pario_file_check(fh, op, f);
+  if (rc == MPI_SUCCESS && !out)
+    rc = pario_file_error(fh, pario_err(MPI_ERR_ARG, op, (*f)->filename, 0, "null output argument"));
+  return rc;
+}

@@ -5,36 +5,49 @@
 
 #include <string.h>
 
-/* ---- file side ---- */
+/* ---- the shared walk ---- */
 
-void pario_fcursor_init(pario_fcursor *c, const pario_view *v, MPI_Offset pos) {
-  const pario_typemap *t = v->ftm;
-  c->v = v;
-  c->tile = pos / t->size;
-  MPI_Offset within = pos % t->size;
-  c->run = pario_typemap_find(t, within);
-  c->into = within - t->cum[c->run];
-}
-
-MPI_Offset pario_fcursor_next(pario_fcursor *c, MPI_Offset max, MPI_Offset *off) {
-  const pario_typemap *t = c->v->ftm;
-  if (c->v->contiguous) { /* one run filling its extent: the stream is the file from disp */
-    MPI_Offset pos = c->tile * t->size + c->into;
-    *off = c->v->disp + t->runs[0].off + pos;
+/* The next contiguous piece of at most max bytes; *rel is its offset from the origin of copy
+ * 0. A dense typemap is one run filling its extent, so its copies form a single stream. */
+static MPI_Offset rnext(pario_rcursor *c, MPI_Offset max, MPI_Offset *rel) {
+  const pario_typemap *t = c->tm;
+  if (t->dense) {
+    *rel = t->runs[0].off + c->copy * t->extent + c->into;
     c->into += max;
     return max;
   }
   const pario_run *r = &t->runs[c->run];
   MPI_Offset n = PARIO_MIN(max, r->len - c->into);
-  *off = c->v->disp + c->tile * t->extent + r->off + c->into;
+  *rel = c->copy * t->extent + r->off + c->into;
   c->into += n;
   if (c->into == r->len) {
     c->into = 0;
     if (++c->run == t->nruns) {
       c->run = 0;
-      c->tile++;
+      c->copy++;
     }
   }
+  return n;
+}
+
+static void rinit(pario_rcursor *c, const pario_typemap *t, MPI_Offset pos) {
+  c->tm = t;
+  c->copy = pos / t->size;
+  MPI_Offset within = pos % t->size;
+  c->run = pario_typemap_find(t, within);
+  c->into = within - t->cum[c->run];
+}
+
+/* ---- file side ---- */
+
+void pario_fcursor_init(pario_fcursor *c, const pario_view *v, MPI_Offset pos) {
+  c->v = v;
+  rinit(&c->r, v->ftm, pos);
+}
+
+MPI_Offset pario_fcursor_next(pario_fcursor *c, MPI_Offset max, MPI_Offset *off) {
+  MPI_Offset rel, n = rnext(&c->r, max, &rel);
+  *off = c->v->disp + rel;
   return n;
 }
 
@@ -91,31 +104,12 @@ void pario_view_extent_of(const pario_view *v, MPI_Offset pos, MPI_Offset n, MPI
 
 void pario_mcursor_init(pario_mcursor *c, void *buf, const pario_typemap *tm) {
   c->buf = buf;
-  c->tm = tm;
-  c->copy = 0;
-  c->run = 0;
-  c->into = 0;
+  rinit(&c->r, tm, 0);
 }
 
-/* The next contiguous memory piece of at most max bytes. */
 static MPI_Offset mnext(pario_mcursor *c, MPI_Offset max, char **p) {
-  const pario_typemap *t = c->tm;
-  if (t->dense) {
-    *p = c->buf + t->runs[0].off + c->copy * t->extent + c->into;
-    c->into += max;
-    return max;
-  }
-  const pario_run *r = &t->runs[c->run];
-  MPI_Offset n = PARIO_MIN(max, r->len - c->into);
-  *p = c->buf + c->copy * t->extent + r->off + c->into;
-  c->into += n;
-  if (c->into == r->len) {
-    c->into = 0;
-    if (++c->run == t->nruns) {
-      c->run = 0;
-      c->copy++;
-    }
-  }
+  MPI_Offset rel, n = rnext(&c->r, max, &rel);
+  *p = c->buf + rel;
   return n;
 }
 

@@ -17,12 +17,18 @@ typedef struct pario_view {
   char datarep[32];
 } pario_view;
 
+/* A walk over consecutive copies of a typemap, piece by contiguous piece. */
+typedef struct pario_rcursor {
+  const pario_typemap *tm;
+  MPI_Offset copy;  /* current copy (filetype tile, or memory datatype element) */
+  size_t run;       /* current run in the typemap */
+  MPI_Offset into;  /* bytes already consumed of that run */
+} pario_rcursor;
+
 /* A file cursor: data position -> successive file segments. */
 typedef struct pario_fcursor {
   const pario_view *v;
-  MPI_Offset tile;  /* current filetype copy */
-  size_t run;       /* current run in the filetype */
-  MPI_Offset into;  /* bytes already consumed of that run */
+  pario_rcursor r;
 } pario_fcursor;
 
 void pario_fcursor_init(pario_fcursor *c, const pario_view *v, MPI_Offset pos);
@@ -40,10 +46,7 @@ void pario_view_extent_of(const pario_view *v, MPI_Offset pos, MPI_Offset n, MPI
 /* A memory cursor over count copies of a datatype starting at buf. */
 typedef struct pario_mcursor {
   char *buf;
-  const pario_typemap *tm;
-  MPI_Offset copy;  /* current copy index */
-  size_t run;
-  MPI_Offset into;
+  pario_rcursor r;
 } pario_mcursor;
 
 void pario_mcursor_init(pario_mcursor *c, void *buf, const pario_typemap *tm);

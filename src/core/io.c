@@ -4,6 +4,7 @@
 #include "core/file.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #define MAXIOV 64
 
@@ -50,32 +51,98 @@ static int xfer_error(pario_file *f, const char *op, int rw, int e, MPI_Offset l
                    rw == PARIO_WRITE ? "write" : "read", (long long)len, (long long)off);
 }
 
-/* Move n bytes between the file at data position pos and memory; *done counts bytes moved
- * (less than n only for a read that reached end of file). */
-static int walk(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
-                const pario_typemap *tm, MPI_Offset n, MPI_Offset *done) {
-  pario_fcursor fc;
-  pario_mcursor mc;
+/* Move one file segment (seg bytes at off) between the file and the memory cursor. *eof is
+ * set when a read stopped at end of file. */
+static int xfer_seg(pario_file *f, const char *op, int rw, pario_mcursor *mc, MPI_Offset off,
+                    MPI_Offset seg, MPI_Offset *done, int *eof) {
   struct iovec iov[MAXIOV];
-  pario_fcursor_init(&fc, &f->view, pos);
-  pario_mcursor_init(&mc, buf, tm);
-  *done = 0;
-  while (*done < n) {
-    MPI_Offset off, seg = pario_fcursor_next(&fc, n - *done, &off);
-    while (seg > 0) {
-      int cnt;
-      size_t got = 0;
-      MPI_Offset m = pario_mcursor_iov(&mc, seg, iov, MAXIOV, &cnt);
-      int e = rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, (off_t)off, &got)
-                                : f->drv->preadv(f->dh, iov, cnt, (off_t)off, &got);
-      *done += (MPI_Offset)got;
-      if (e) return xfer_error(f, op, rw, e, m, off);
-      if ((MPI_Offset)got < m) return MPI_SUCCESS; /* end of file */
-      off += m;
-      seg -= m;
+  while (seg > 0) {
+    int cnt;
+    size_t got = 0;
+    MPI_Offset m = pario_mcursor_iov(mc, seg, iov, MAXIOV, &cnt);
+    int e = rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, (off_t)off, &got)
+                              : f->drv->preadv(f->dh, iov, cnt, (off_t)off, &got);
+    *done += (MPI_Offset)got;
+    if (e) return xfer_error(f, op, rw, e, m, off);
+    if ((MPI_Offset)got < m) {
+      *eof = 1;
+      return MPI_SUCCESS;
     }
+    off += m;
+    seg -= m;
   }
   return MPI_SUCCESS;
+}
+
+/* Move n bytes between the file at data position pos and memory; *done counts bytes moved
+ * (less than n only for a read that reached end of file). */
+static int walk(pario_file *f, const char *op, int rw, pario_fcursor *fc, pario_mcursor *mc,
+                MPI_Offset n, MPI_Offset *done) {
+  int eof = 0, rc = MPI_SUCCESS;
+  while (rc == MPI_SUCCESS && !eof && *done < n) {
+    MPI_Offset off, seg = pario_fcursor_next(fc, n - *done, &off);
+    rc = xfer_seg(f, op, rw, mc, off, seg, done, &eof);
+  }
+  return rc;
+}
+
+/* The end of the last of the next segments that all fit in [start, start + max), looking
+ * ahead on a copy of the cursor; 0 when not even two segments fit (nothing to sieve). */
+static MPI_Offset sieve_end(pario_fcursor c, MPI_Offset left, MPI_Offset start, MPI_Offset max) {
+  MPI_Offset end = 0;
+  int nseg = 0;
+  while (left > 0) {
+    MPI_Offset off, seg = pario_fcursor_next(&c, left, &off);
+    if (off < start || off + seg > start + max) break; /* outside the window */
+    end = off + seg;
+    left -= seg;
+    nseg++;
+  }
+  return nseg > 1 ? end : 0;
+}
+
+/* Data sieving for reads: one read of at most ind_rd_buffer_size bytes covers many small
+ * file segments, which are copied out of it; where segments are too sparse to share a
+ * window, each is read directly. Only reads sieve, so no byte outside the view is written. */
+static int sieve_read(pario_file *f, const char *op, pario_fcursor *fc, pario_mcursor *mc,
+                      MPI_Offset n, MPI_Offset *done) {
+  MPI_Offset cap = f->hints.ind_rd_buffer_size, wstart = 0, wlen = 0;
+  char *win = malloc((size_t)cap);
+  if (!win) return walk(f, op, PARIO_READ, fc, mc, n, done);
+  int rc = MPI_SUCCESS, eof = 0;
+  while (rc == MPI_SUCCESS && !eof && *done < n) {
+    pario_fcursor ahead = *fc;
+    MPI_Offset off, seg = pario_fcursor_next(fc, n - *done, &off);
+    if (off < wstart || off + seg > wstart + wlen) {
+      MPI_Offset end = sieve_end(ahead, n - *done, off, cap);
+      if (!end) { /* sparse or large: straight into memory */
+        rc = xfer_seg(f, op, PARIO_READ, mc, off, seg, done, &eof);
+        continue;
+      }
+      size_t got = 0;
+      struct iovec v = {win, (size_t)(end - off)};
+      int e = f->drv->preadv(f->dh, &v, 1, (off_t)off, &got);
+      if (e) {
+        rc = xfer_error(f, op, PARIO_READ, e, end - off, off);
+        break;
+      }
+      wstart = off;
+      wlen = (MPI_Offset)got;
+    }
+    MPI_Offset take = PARIO_MIN(seg, wstart + wlen - off);
+    if (take > 0) {
+      pario_mcursor_unpack(mc, win + (off - wstart), take);
+      *done += take;
+    }
+    eof = take < seg; /* the window was just read from off: a shortfall is end of file */
+  }
+  free(win);
+  return rc;
+}
+
+static int sieving_read(const pario_file *f, MPI_Offset n) {
+  return !f->view.contiguous && f->hints.romio_ds_read != PARIO_DISABLE &&
+         f->hints.ind_rd_buffer_size > 0 && n > 0;
 }
 
 int pario_access(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
@@ -91,7 +158,12 @@ int pario_access(pario_file *f, const char *op, int rw, MPI_Offset pos, void *bu
     int e = f->drv->lock(f->dh, rw == PARIO_WRITE ? PARIO_LOCK_WRITE : PARIO_LOCK_READ, first, last - first);
     if (e) return pario_err(MPI_ERR_IO, op, f->filename, e, "byte-range lock for atomic mode failed");
   }
-  int rc = walk(f, op, rw, pos, buf, tm, n, &done);
+  pario_fcursor fc;
+  pario_mcursor mc;
+  pario_fcursor_init(&fc, &f->view, pos);
+  pario_mcursor_init(&mc, buf, tm);
+  int rc = rw == PARIO_READ && sieving_read(f, n) ? sieve_read(f, op, &fc, &mc, n, &done)
+                                                  : walk(f, op, rw, &fc, &mc, n, &done);
   if (f->atomic) f->drv->lock(f->dh, PARIO_UNLOCK, first, last - first);
   *bytes = done;
   return rc;

@@ -15,10 +15,8 @@ PARIO_WEAK_ALIAS(MPI_File_set_view)
 
 /* get_view hands out the named type itself, or a new derived type the caller frees. */
 static MPI_Datatype give(MPI_Datatype t) {
-  int ni, na, nd, comb;
   MPI_Datatype d = t;
-  PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
-  if (comb != MPI_COMBINER_NAMED && PMPI_Type_dup(t, &d) == MPI_SUCCESS) PMPI_Type_commit(&d);
+  if (!pario_type_is_named(t) && PMPI_Type_dup(t, &d) == MPI_SUCCESS) PMPI_Type_commit(&d);
   return d;
 }
 

@@ -114,12 +114,6 @@ static void ensure_workers(int want) {
   }
 }
 
-static int is_named(MPI_Datatype t) {
-  int ni, na, nd, comb;
-  PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
-  return comb == MPI_COMBINER_NAMED;
-}
-
 int pario_engine_submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
                         MPI_Count count, MPI_Datatype type, MPI_Request *req, pario_job **handle) {
   job *j = calloc(1, sizeof *j);
@@ -131,7 +125,7 @@ int pario_engine_submit(pario_file *f, const char *op, int rw, MPI_Offset pos, v
   j->buf = buf;
   j->count = count;
   j->type = type;
-  if (!is_named(type) && PMPI_Type_dup(type, &j->type) == MPI_SUCCESS) j->owned_type = 1;
+  if (!pario_type_is_named(type) && PMPI_Type_dup(type, &j->type) == MPI_SUCCESS) j->owned_type = 1;
   j->req = MPI_REQUEST_NULL;
   if (req) {
     int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, j, &j->req);

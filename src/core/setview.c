@@ -5,16 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-static int is_named(MPI_Datatype t) {
-  int ni, na, nd, comb;
-  PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
-  return comb == MPI_COMBINER_NAMED;
-}
-
 /* Our own reference to a datatype: the user may free theirs after set_view. */
 static MPI_Datatype keep(MPI_Datatype t) {
   MPI_Datatype d = t;
-  if (!is_named(t) && PMPI_Type_dup(t, &d) != MPI_SUCCESS) d = t;
+  if (!pario_type_is_named(t) && PMPI_Type_dup(t, &d) != MPI_SUCCESS) d = t;
   return d;
 }
 
@@ -28,8 +22,8 @@ void pario_view_default(pario_view *v) {
 }
 
 void pario_view_release(pario_view *v) {
-  if (v->etype != MPI_DATATYPE_NULL && !is_named(v->etype)) PMPI_Type_free(&v->etype);
-  if (v->filetype != MPI_DATATYPE_NULL && !is_named(v->filetype)) PMPI_Type_free(&v->filetype);
+  if (v->etype != MPI_DATATYPE_NULL && !pario_type_is_named(v->etype)) PMPI_Type_free(&v->etype);
+  if (v->filetype != MPI_DATATYPE_NULL && !pario_type_is_named(v->filetype)) PMPI_Type_free(&v->filetype);
   v->etype = v->filetype = MPI_DATATYPE_NULL;
 }
 

@@ -79,34 +79,134 @@ static int flatten_named(MPI_Datatype t, MPI_Offset base, runbuf *b) {
 
 /* ---- derived types ---- */
 
+int pario_type_combiner(MPI_Datatype type) {
+  int comb;
+  if (type == MPI_DATATYPE_NULL) return -1;
+#ifdef PARIO_HAVE_LARGE_COUNT
+  MPI_Count ni, na, nc, nd;
+  if (PMPI_Type_get_envelope_c(type, &ni, &na, &nc, &nd, &comb) != MPI_SUCCESS) return -1;
+#else
+  int ni, na, nd;
+  if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &comb) != MPI_SUCCESS) return -1;
+#endif
+  return comb;
+}
+
+int pario_type_is_named(MPI_Datatype type) { return pario_type_combiner(type) == MPI_COMBINER_NAMED; }
+
 static int child_map(MPI_Datatype t, const pario_typemap **out) { return pario_typemap_get(t, out); }
 
+/* A datatype's constructor arguments in the layout of the MPI-3 (int) constructors, with
+ * every integer widened, so types built with MPI-4 large-count constructors decode alike. */
 typedef struct decoded {
   int comb, ni, na, nd;
-  int *ints;
-  MPI_Aint *addrs;
+  MPI_Offset *ints;
+  MPI_Offset *addrs;
   MPI_Datatype *types;
 } decoded;
 
-static int decode(MPI_Datatype t, decoded *d) {
-  memset(d, 0, sizeof *d);
-  if (PMPI_Type_get_envelope(t, &d->ni, &d->na, &d->nd, &d->comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
-  if (d->comb == MPI_COMBINER_NAMED) return MPI_SUCCESS;
-  d->ints = malloc(sizeof(int) * (size_t)(d->ni + 1));
-  d->addrs = malloc(sizeof(MPI_Aint) * (size_t)(d->na + 1));
-  d->types = malloc(sizeof(MPI_Datatype) * (size_t)(d->nd + 1));
-  if (!d->ints || !d->addrs || !d->types) return MPI_ERR_NO_MEM;
-  if (PMPI_Type_get_contents(t, d->ni, d->na, d->nd, d->ints, d->addrs, d->types) != MPI_SUCCESS)
-    return MPI_ERR_TYPE;
-  return MPI_SUCCESS;
+static int decoded_alloc(decoded *d, long ni, long na, long nd) {
+  d->ni = (int)ni;
+  d->na = (int)na;
+  d->nd = (int)nd;
+  d->ints = malloc(sizeof(MPI_Offset) * (size_t)(ni + 1));
+  d->addrs = malloc(sizeof(MPI_Offset) * (size_t)(na + 1));
+  d->types = malloc(sizeof(MPI_Datatype) * (size_t)(nd + 1));
+  return d->ints && d->addrs && d->types ? MPI_SUCCESS : MPI_ERR_NO_MEM;
 }
 
-static void decoded_free(decoded *d) {
-  for (int i = 0; d->types && i < d->nd; i++) {
-    int ni, na, nd, comb;
-    PMPI_Type_get_envelope(d->types[i], &ni, &na, &nd, &comb);
-    if (comb != MPI_COMBINER_NAMED) PMPI_Type_free(&d->types[i]);
+#ifdef PARIO_HAVE_LARGE_COUNT
+/* Large-count constructors return their counts (and byte displacements) in large_counts:
+ * put each back where the int constructor keeps it. in: ints, addrs; c: large counts. */
+static void normalize(decoded *d, const int *in, MPI_Count ni, const MPI_Aint *ad, MPI_Count na,
+                      const MPI_Count *c, MPI_Count nc) {
+  MPI_Count k = 0, count = nc ? c[0] : 0;
+  switch (d->comb) {
+    case MPI_COMBINER_HVECTOR: /* count, blocklength | stride */
+      d->ints[0] = c[0], d->ints[1] = c[1], d->addrs[0] = c[2];
+      return;
+    case MPI_COMBINER_HINDEXED:
+    case MPI_COMBINER_STRUCT: /* count, blocklengths[] | displacements[] */
+      for (k = 0; k <= count; k++) d->ints[k] = c[k];
+      for (k = 0; k < count; k++) d->addrs[k] = c[1 + count + k];
+      return;
+    case MPI_COMBINER_HINDEXED_BLOCK: /* count, blocklength | displacements[] */
+      d->ints[0] = c[0], d->ints[1] = c[1];
+      for (k = 0; k < count; k++) d->addrs[k] = c[2 + k];
+      return;
+    case MPI_COMBINER_SUBARRAY: { /* ndims, [sizes, subsizes, starts], order */
+      d->ints[0] = in[0];
+      for (k = 0; k < nc; k++) d->ints[1 + k] = c[k];
+      d->ints[1 + nc] = in[1];
+      return;
+    }
+    case MPI_COMBINER_DARRAY: { /* size, rank, ndims, [gsizes], distribs, dargs, psizes, order */
+      MPI_Count nd = in[2];
+      d->ints[0] = in[0], d->ints[1] = in[1], d->ints[2] = nd;
+      for (k = 0; k < nd; k++) {
+        d->ints[3 + k] = c[k];                         /* gsizes: the only large counts */
+        d->ints[3 + nd + k] = in[3 + k];               /* distribs */
+        d->ints[3 + 2 * nd + k] = in[3 + nd + k];      /* dargs */
+        d->ints[3 + 3 * nd + k] = in[3 + 2 * nd + k];  /* psizes */
+      }
+      d->ints[3 + 4 * nd] = in[3 + 3 * nd];            /* order */
+      return;
+    }
+    case MPI_COMBINER_RESIZED:
+      d->addrs[0] = c[0], d->addrs[1] = c[1];
+      return;
+    default: /* contiguous, vector, indexed, indexed_block: the same layout, widened */
+      for (k = 0; k < nc; k++) d->ints[k] = c[k];
+      (void)ni, (void)ad, (void)na;
   }
+}
+
+static int decode(MPI_Datatype t, decoded *d) {
+  MPI_Count ni, na, nc, nd;
+  memset(d, 0, sizeof *d);
+  if (PMPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &d->comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
+  if (d->comb == MPI_COMBINER_NAMED) return MPI_SUCCESS;
+  int *in = malloc(sizeof(int) * (size_t)(ni + 1));
+  MPI_Aint *ad = malloc(sizeof(MPI_Aint) * (size_t)(na + 1));
+  MPI_Count *c = malloc(sizeof(MPI_Count) * (size_t)(nc + 1));
+  /* the int layout never has more entries than ints + large counts (+ addresses) */
+  int rc = in && ad && c ? decoded_alloc(d, ni + nc + 1, na + nc + 2, nd) : MPI_ERR_NO_MEM;
+  if (rc == MPI_SUCCESS && PMPI_Type_get_contents_c(t, ni, na, nc, nd, in, ad, c, d->types) != MPI_SUCCESS)
+    rc = MPI_ERR_TYPE;
+  if (rc == MPI_SUCCESS && nc > 0) {
+    normalize(d, in, ni, ad, na, c, nc);
+  } else if (rc == MPI_SUCCESS) {
+    for (MPI_Count k = 0; k < ni; k++) d->ints[k] = in[k];
+    for (MPI_Count k = 0; k < na; k++) d->addrs[k] = ad[k];
+  }
+  if (rc != MPI_SUCCESS) d->nd = 0; /* nothing to free in types */
+  free(in);
+  free(ad);
+  free(c);
+  return rc;
+}
+#else
+static int decode(MPI_Datatype t, decoded *d) {
+  int ni, na, nd;
+  memset(d, 0, sizeof *d);
+  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &d->comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
+  if (d->comb == MPI_COMBINER_NAMED) return MPI_SUCCESS;
+  int *in = malloc(sizeof(int) * (size_t)(ni + 1));
+  MPI_Aint *ad = malloc(sizeof(MPI_Aint) * (size_t)(na + 1));
+  int rc = in && ad ? decoded_alloc(d, ni, na, nd) : MPI_ERR_NO_MEM;
+  if (rc == MPI_SUCCESS && PMPI_Type_get_contents(t, ni, na, nd, in, ad, d->types) != MPI_SUCCESS) rc = MPI_ERR_TYPE;
+  for (int k = 0; rc == MPI_SUCCESS && k < ni; k++) d->ints[k] = in[k];
+  for (int k = 0; rc == MPI_SUCCESS && k < na; k++) d->addrs[k] = ad[k];
+  if (rc != MPI_SUCCESS) d->nd = 0;
+  free(in);
+  free(ad);
+  return rc;
+}
+#endif
+
+static void decoded_free(decoded *d) {
+  for (int i = 0; d->types && i < d->nd; i++)
+    if (!pario_type_is_named(d->types[i])) PMPI_Type_free(&d->types[i]);
   free(d->ints);
   free(d->addrs);
   free(d->types);
@@ -131,7 +231,7 @@ static void emit_array(runbuf *b, const pario_typemap *old, MPI_Offset base, int
 }
 
 /* Lay out blocks over an array of dims sizes; fortran: first dimension fastest. */
-static int emit_nd(runbuf *b, MPI_Datatype oldtype, MPI_Offset base, int ndims, const int *sizes,
+static int emit_nd(runbuf *b, MPI_Datatype oldtype, MPI_Offset base, int ndims, const MPI_Offset *sizes,
                    dimblocks *blk, int fortran) {
   const pario_typemap *old;
   int rc = child_map(oldtype, &old);
@@ -171,9 +271,9 @@ static void dimblocks_free(dimblocks *blk, int ndims) {
 }
 
 static int flatten_subarray(const decoded *d, MPI_Offset base, runbuf *b) {
-  int nd = d->ints[0];
-  const int *sizes = d->ints + 1, *subsizes = d->ints + 1 + nd, *starts = d->ints + 1 + 2 * nd;
-  int order = d->ints[1 + 3 * nd];
+  int nd = (int)d->ints[0];
+  const MPI_Offset *sizes = d->ints + 1, *subsizes = d->ints + 1 + nd, *starts = d->ints + 1 + 2 * nd;
+  int order = (int)d->ints[1 + 3 * nd];
   dimblocks *blk = calloc((size_t)nd, sizeof *blk);
   int *one = calloc((size_t)nd, sizeof(int));
   if (!blk || !one) {
@@ -195,7 +295,8 @@ static int flatten_subarray(const decoded *d, MPI_Offset base, runbuf *b) {
 }
 
 /* The index blocks of one darray dimension owned by process coordinate c. */
-static int darray_dim(dimblocks *blk, int gsize, int distrib, int darg, int psize, int c) {
+static int darray_dim(dimblocks *blk, MPI_Offset gsize, MPI_Offset distrib, MPI_Offset darg, MPI_Offset psize,
+                      MPI_Offset c) {
   if (distrib == MPI_DISTRIBUTE_NONE) {
     blk->start[0] = 0;
     blk->len[0] = gsize;
@@ -221,10 +322,10 @@ static int darray_dim(dimblocks *blk, int gsize, int distrib, int darg, int psiz
 }
 
 static int flatten_darray(const decoded *d, MPI_Offset base, runbuf *b) {
-  int rank = d->ints[1], nd = d->ints[2];
-  const int *gsizes = d->ints + 3, *distribs = d->ints + 3 + nd, *dargs = d->ints + 3 + 2 * nd,
-            *psizes = d->ints + 3 + 3 * nd;
-  int order = d->ints[3 + 4 * nd];
+  int rank = (int)d->ints[1], nd = (int)d->ints[2];
+  const MPI_Offset *gsizes = d->ints + 3, *distribs = d->ints + 3 + nd, *dargs = d->ints + 3 + 2 * nd,
+                   *psizes = d->ints + 3 + 3 * nd;
+  int order = (int)d->ints[3 + 4 * nd];
   dimblocks *blk = calloc((size_t)nd, sizeof *blk);
   int *maxb = malloc(sizeof(int) * (size_t)nd), *coord = malloc(sizeof(int) * (size_t)nd);
   int rc = (blk && maxb && coord) ? MPI_SUCCESS : MPI_ERR_NO_MEM;
@@ -234,8 +335,8 @@ static int flatten_darray(const decoded *d, MPI_Offset base, runbuf *b) {
     r /= psizes[i];
   }
   for (int i = 0; rc == MPI_SUCCESS && i < nd; i++) {
-    int bs = dargs[i] == MPI_DISTRIBUTE_DFLT_DARG || dargs[i] < 1 ? 1 : dargs[i];
-    maxb[i] = distribs[i] == MPI_DISTRIBUTE_CYCLIC ? gsizes[i] / bs + 1 : 1;
+    MPI_Offset bs = dargs[i] == MPI_DISTRIBUTE_DFLT_DARG || dargs[i] < 1 ? 1 : dargs[i];
+    maxb[i] = distribs[i] == MPI_DISTRIBUTE_CYCLIC ? (int)(gsizes[i] / bs + 1) : 1;
   }
   if (rc == MPI_SUCCESS) rc = dimblocks_alloc(blk, nd, maxb);
   for (int i = 0; rc == MPI_SUCCESS && i < nd; i++)
@@ -248,12 +349,12 @@ static int flatten_darray(const decoded *d, MPI_Offset base, runbuf *b) {
 }
 
 /* count blocks of bl[i] copies of type at disp[i] (disp in bytes). */
-static int emit_blocks(runbuf *b, MPI_Datatype type, MPI_Offset base, int count, const int *bl,
+static int emit_blocks(runbuf *b, MPI_Datatype type, MPI_Offset base, MPI_Offset count, const MPI_Offset *bl,
                        int bl_stride, const MPI_Offset *disp) {
   const pario_typemap *c;
   int rc = child_map(type, &c);
   if (rc != MPI_SUCCESS) return rc;
-  for (int i = 0; i < count && !b->err; i++) emit_copies(b, c, base + disp[i], bl[i * bl_stride], c->extent);
+  for (MPI_Offset i = 0; i < count && !b->err; i++) emit_copies(b, c, base + disp[i], bl[i * bl_stride], c->extent);
   return MPI_SUCCESS;
 }
 
@@ -261,12 +362,12 @@ static int flatten_blocks(const decoded *d, MPI_Offset base, runbuf *b) {
   const pario_typemap *old;
   int rc = child_map(d->types[0], &old);
   if (rc != MPI_SUCCESS) return rc;
-  int count = d->ints[0];
+  MPI_Offset count = d->ints[0];
   MPI_Offset *disp = malloc(sizeof(MPI_Offset) * (size_t)(count + 1));
   if (!disp) return MPI_ERR_NO_MEM;
-  const int *bl = d->ints + 1;
+  const MPI_Offset *bl = d->ints + 1;
   int bls = 1;
-  for (int i = 0; i < count; i++) {
+  for (MPI_Offset i = 0; i < count; i++) {
     switch (d->comb) {
       case MPI_COMBINER_VECTOR: disp[i] = (MPI_Offset)i * d->ints[2] * old->extent; bl = d->ints + 1; bls = 0; break;
       case MPI_COMBINER_HVECTOR: disp[i] = (MPI_Offset)i * d->addrs[0]; bl = d->ints + 1; bls = 0; break;
@@ -285,8 +386,9 @@ static int flatten_blocks(const decoded *d, MPI_Offset base, runbuf *b) {
 static int flatten(MPI_Datatype t, MPI_Offset base, runbuf *b);
 
 static int flatten_struct(const decoded *d, MPI_Offset base, runbuf *b) {
-  int count = d->ints[0], rc = MPI_SUCCESS;
-  for (int i = 0; i < count && rc == MPI_SUCCESS; i++) {
+  MPI_Offset count = d->ints[0];
+  int rc = MPI_SUCCESS;
+  for (MPI_Offset i = 0; i < count && rc == MPI_SUCCESS; i++) {
     MPI_Offset disp = d->addrs[i];
     rc = emit_blocks(b, d->types[i], base, 1, d->ints + 1 + i, 1, &disp);
   }
@@ -439,11 +541,10 @@ static int get_named(MPI_Datatype type, const pario_typemap **out) {
 }
 
 int pario_typemap_get(MPI_Datatype type, const pario_typemap **out) {
-  int ni, na, nd, comb, flag = 0;
+  int flag = 0, comb = pario_type_combiner(type);
   void *val;
-  if (type == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
+  if (comb < 0) return MPI_ERR_TYPE;
   pthread_once(&cache_once, cache_init);
-  if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
   pthread_mutex_lock(&cache_lock);
   int rc = MPI_SUCCESS;
   if (comb == MPI_COMBINER_NAMED || comb == MPI_COMBINER_F90_REAL ||

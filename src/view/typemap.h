@@ -25,6 +25,12 @@ typedef struct pario_typemap {
   int refs;          /* datatypes sharing this map (MPI_Type_dup copies the attribute) */
 } pario_typemap;
 
+/* The combiner of a datatype (MPI_COMBINER_NAMED for predefined types), or -1 when the
+ * handle is not a valid datatype. Works for large-count datatypes on MPI-4 hosts. */
+int pario_type_combiner(MPI_Datatype type);
+/* 1 for predefined (named) types, which are never freed or duplicated. */
+int pario_type_is_named(MPI_Datatype type);
+
 /* The flattened form of a datatype. Returns MPI_SUCCESS or an MPI error class (MPI_ERR_TYPE
  * for an invalid or unsupported datatype). The result stays valid while the type lives. */
 int pario_typemap_get(MPI_Datatype type, const pario_typemap **out);

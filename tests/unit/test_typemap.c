@@ -146,6 +146,33 @@ static void constructors(void) {
   MPI_Type_vector(3, 1, 2, inner, &t); check_type("vector of contiguous of struct", t);
 }
 
+#if MPI_VERSION >= 4
+/* MPI-4 large-count constructors: their arguments come back in large_counts. */
+static void large_count_constructors(void) {
+  MPI_Datatype t, inner;
+  MPI_Type_contiguous_c(7, MPI_SHORT, &t); check_type("contiguous_c", t);
+  MPI_Type_vector_c(4, 3, -5, MPI_INT, &t); check_type("vector_c", t);
+  MPI_Type_create_hvector_c(3, 2, 17, MPI_SHORT, &t); check_type("hvector_c", t);
+  MPI_Count bl[4] = {2, 0, 3, 1}, disp[4] = {5, 1, 9, 0}, hd[4] = {40, 3, 100, 0};
+  MPI_Type_indexed_c(4, bl, disp, MPI_INT, &t); check_type("indexed_c", t);
+  MPI_Type_create_hindexed_c(4, bl, hd, MPI_CHAR, &t); check_type("hindexed_c", t);
+  MPI_Type_create_indexed_block_c(4, 2, disp, MPI_FLOAT, &t); check_type("indexed_block_c", t);
+  MPI_Type_create_hindexed_block_c(4, 3, hd, MPI_SHORT, &t); check_type("hindexed_block_c", t);
+  MPI_Type_create_resized_c(MPI_INT, -8, 40, &inner);
+  MPI_Datatype ts[3] = {MPI_CHAR, inner, MPI_DOUBLE_INT};
+  MPI_Count sbl[3] = {3, 2, 1}, sd[3] = {0, 16, 120};
+  MPI_Type_create_struct_c(3, sbl, sd, ts, &t); check_type("struct_c with resized_c", t);
+  MPI_Count sizes[3] = {6, 5, 4}, sub[3] = {3, 2, 2}, st[3] = {1, 2, 1};
+  MPI_Type_create_subarray_c(3, sizes, sub, st, MPI_ORDER_C, MPI_INT, &t); check_type("subarray_c", t);
+  MPI_Type_create_subarray_c(3, sizes, sub, st, MPI_ORDER_FORTRAN, MPI_INT, &t); check_type("subarray_c F", t);
+  MPI_Count gs[2] = {10, 7};
+  int ds[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC}, da[2] = {MPI_DISTRIBUTE_DFLT_DARG, 2}, ps[2] = {2, 3};
+  for (int rank = 0; rank < 6; rank++) {
+    MPI_Type_create_darray_c(6, rank, 2, gs, ds, da, ps, MPI_ORDER_C, MPI_INT, &t); check_type("darray_c", t);
+  }
+}
+#endif
+
 /* View arithmetic on vector(3, 2, 4, MPI_INT) tiled from disp 100. */
 static void view_math(void) {
   MPI_Datatype v;
@@ -191,6 +218,9 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   hand_computed();
   constructors();
+#if MPI_VERSION >= 4
+  large_count_constructors();
+#endif
   view_math();
   printf("%d checks, %d failures\n", checks, failures);
   MPI_Finalize();

@@ -1,6 +1,7 @@
 /* File-level entry points: open, close, delete, size, preallocation, sync, info, group,
  * access mode and atomicity. Thin: check arguments, call the core, route errors. */
 #include "async/engine.h"
+#include "sharedfp/sharedfp.h"
 
 PARIO_EXPORT int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) {
   pario_file *f = NULL;
@@ -127,6 +128,7 @@ PARIO_EXPORT int PMPI_File_get_info(MPI_File fh, MPI_Info *info_used) {
   if (rc != MPI_SUCCESS) return rc;
   pthread_mutex_lock(&f->lock);
   rc = pario_hints_to_info(&f->hints, info_used);
+  if (rc == MPI_SUCCESS) PMPI_Info_set(*info_used, "pario_sharedfp", pario_sharedfp_name(f));
   pthread_mutex_unlock(&f->lock);
   return pario_file_error(fh, rc);
 }

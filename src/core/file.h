@@ -28,6 +28,12 @@ typedef struct pario_file {
   int fint;            /* Fortran handle */
   int pending;         /* operations still executing in the async engine (under its lock) */
   struct pario_job *split_job; /* the split collective in progress */
+  /* Shared file pointer: component chosen on first use, its state, the collective base. */
+  const struct pario_sharedfp_component *sfp;
+  void *sfp_state;
+  MPI_Offset sfp_base;
+  unsigned long long uid; /* agreed at open: names the pointer's storage */
+  int nodes;              /* nodes spanned by the communicator */
   int split_rw;
   pthread_mutex_t lock; /* file pointer and view, for threads sharing one handle */
 } pario_file;

@@ -2,11 +2,14 @@
  * cannot race) before the others open it, agreement on failure so every rank returns an
  * error together, and DELETE_ON_CLOSE after all ranks have closed. */
 #include "async/engine.h"
+#include "sharedfp/sharedfp.h"
 #include "core/file.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define AMODE_KNOWN                                                                     \
   (MPI_MODE_RDONLY | MPI_MODE_RDWR | MPI_MODE_WRONLY | MPI_MODE_CREATE | MPI_MODE_EXCL | \
@@ -46,13 +49,20 @@ static int access_flags(int amode) {
 /* Open the file on every rank; rank 0 creates it first. Returns this rank's error code. */
 static int open_all(pario_file *f, const char *op) {
   int flags = access_flags(f->amode), e = 0, e0 = 0;
+  static unsigned long long opens;
+  unsigned long long agreed[2] = {0, 0};
   if (f->rank == 0) {
     int cflags = flags;
     if (f->amode & MPI_MODE_CREATE) cflags |= O_CREAT;
     if (f->amode & MPI_MODE_EXCL) cflags |= O_CREAT | O_EXCL;
     e0 = f->drv->open(f->path, cflags, f->hints.file_perm, &f->dh);
+    agreed[0] = (unsigned long long)e0;
+    agreed[1] = ((unsigned long long)getpid() << 24) ^ (unsigned long long)time(NULL) << 1 ^ __atomic_add_fetch(&opens, 1, __ATOMIC_RELAXED);
   }
-  PMPI_Bcast(&e0, 1, MPI_INT, 0, f->comm);
+  /* One broadcast carries rank 0's result and the file's id (names shared-pointer storage). */
+  PMPI_Bcast(agreed, 2, MPI_UNSIGNED_LONG_LONG, 0, f->comm);
+  e0 = (int)agreed[0];
+  f->uid = agreed[1];
   if (e0) /* rank 0's failure is everyone's: the same class and system error */
     return pario_err(pario_errno_class(e0), op, f->filename, e0, "cannot open");
   if (f->rank != 0) e = f->drv->open(f->path, flags, f->hints.file_perm, &f->dh);
@@ -76,6 +86,7 @@ static void default_cb_nodes(pario_file *f) {
   }
   leader = nrank == 0;
   PMPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, f->comm);
+  f->nodes = nodes;
   if (f->hints.cb_nodes <= 0 || f->hints.cb_nodes > f->nprocs) f->hints.cb_nodes = nodes;
 }
 
@@ -152,7 +163,7 @@ int pario_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, pa
     if (amode & MPI_MODE_APPEND) {
       off_t size = 0;
       f->drv->size(f->dh, &size);
-      f->fp_ind = size; /* default view: etype MPI_BYTE */
+      f->fp_ind = f->sfp_base = size; /* default view: etype MPI_BYTE */
     }
     if (pario_registry_add(f) != MPI_SUCCESS) {
       f->drv->close(f->dh);
@@ -182,6 +193,7 @@ int pario_close(pario_file *f) {
   pario_registry_remove(f);
   /* Everyone has closed before the file goes away. */
   PMPI_Barrier(f->comm);
+  pario_sharedfp_close(f); /* after the barrier: nobody uses the pointer any more */
   if ((f->amode & MPI_MODE_DELETE_ON_CLOSE) && f->rank == 0) {
     e = f->drv->unlink(f->path);
     if (e && code == MPI_SUCCESS)

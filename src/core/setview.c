@@ -1,6 +1,7 @@
 /* MPI_File_set_view behind the API: argument and filetype rules of the standard, agreement
  * among ranks on datarep and etype size, and ownership of the view's datatypes. */
 #include "core/file.h"
+#include "sharedfp/sharedfp.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -69,23 +70,35 @@ int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype 
                    MPI_Datatype filetype, const char *datarep, MPI_Info info) {
   const pario_typemap *etm = NULL, *ftm = NULL;
   int code = check_view(f, op, disp, etype, filetype, datarep, &etm, &ftm);
-  long long v[5] = {code != MPI_SUCCESS, 0, 0, 0, 0}, r[5];
+  long long v[6] = {code != MPI_SUCCESS, 0, 0, 0, 0, f->sfp != NULL}, r[6];
   if (code == MPI_SUCCESS) {
     v[1] = etm->size;
     v[2] = -etm->size;
     v[3] = (long long)hash_str(datarep);
     v[4] = -v[3];
   }
-  if (PMPI_Allreduce(v, r, 5, MPI_LONG_LONG, MPI_MAX, f->comm) != MPI_SUCCESS && code == MPI_SUCCESS)
+  if (PMPI_Allreduce(v, r, 6, MPI_LONG_LONG, MPI_MAX, f->comm) != MPI_SUCCESS && code == MPI_SUCCESS)
     code = pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement among ranks failed");
   if (code != MPI_SUCCESS) return code;
   if (r[0]) return pario_err(MPI_ERR_ARG, op, f->filename, 0, "invalid view arguments on another rank");
   if (r[1] != -r[2]) return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "etype size differs between ranks");
   if (r[3] != -r[4]) return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "datarep differs between ranks");
 
+  if (disp == MPI_DISPLACEMENT_CURRENT) { /* sequential files: where the shared pointer is */
+    MPI_Offset sp = 0;
+    int rc = pario_sharedfp_position(f, op, &sp);
+    if (rc != MPI_SUCCESS) return rc;
+    disp = pario_view_file_offset(&f->view, sp * f->view.esize);
+  }
+  /* The shared pointer restarts at 0 in the new view; its storage is read only if some rank
+   * ever used it (r[5]), otherwise it is still zero. */
+  if (r[5]) {
+    int rc = pario_sharedfp_set(f, op, 0);
+    if (rc != MPI_SUCCESS) return rc;
+  } else {
+    f->sfp_base = 0;
+  }
   pthread_mutex_lock(&f->lock);
-  if (disp == MPI_DISPLACEMENT_CURRENT) /* sequential files: where the data stream is now */
-    disp = pario_view_file_offset(&f->view, f->fp_ind * f->view.esize);
   pario_view_release(&f->view);
   pario_view *nv = &f->view;
   nv->disp = disp;

@@ -74,9 +74,11 @@ static void access_errors(void) {
   CHECK_ERR(MPI_File_set_size(fh, -5), MPI_ERR_ARG, "MPI_File_set_size", path);
   if (np > 1) CHECK_ERR(MPI_File_set_size(fh, 100 + rank), MPI_ERR_NOT_SAME, "MPI_File_set_size", path);
   MPI_Request req;
-  CHECK_ERR(MPI_File_iwrite_shared(fh, buf, 1, MPI_CHAR, &req), MPI_ERR_UNSUPPORTED_OPERATION, "MPI_File_iwrite_shared", path);
-  CHECK(req == MPI_REQUEST_NULL, "unsupported call leaves MPI_REQUEST_NULL");
-  CHECK_ERR(MPI_File_write_shared(fh, buf, 1, MPI_CHAR, &st), MPI_ERR_UNSUPPORTED_OPERATION, "MPI_File_write_shared", path);
+  CHECK_ERR(MPI_File_iwrite_shared(fh, buf, -1, MPI_CHAR, &req), MPI_ERR_COUNT, "MPI_File_iwrite_shared", path);
+  CHECK(req == MPI_REQUEST_NULL, "refused call leaves MPI_REQUEST_NULL");
+  CHECK_ERR(MPI_File_write_shared(fh, buf, 1, MPI_DATATYPE_NULL, &st), MPI_ERR_TYPE, "MPI_File_write_shared", path);
+  CHECK_ERR(MPI_File_seek_shared(fh, 0, 777), MPI_ERR_ARG, "MPI_File_seek_shared", path);
+  if (np > 1) CHECK_ERR(MPI_File_seek_shared(fh, rank, MPI_SEEK_SET), MPI_ERR_NOT_SAME, "MPI_File_seek_shared", path);
   CHECK_ERR(MPI_File_iwrite_at(fh, -2, buf, 1, MPI_CHAR, &req), MPI_ERR_ARG, "MPI_File_iwrite_at", path);
   CHECK(req == MPI_REQUEST_NULL, "refused nonblocking call leaves MPI_REQUEST_NULL");
   CHECK_ERR(MPI_File_read_all_end(fh, buf, &st), MPI_ERR_OTHER, "MPI_File_read_all_end", path);

@@ -1,0 +1,184 @@
+/* Shared file pointer data access: read/write_shared (blocking and nonblocking) take their
+ * place with one atomic fetch-add; ordered calls and their split forms compute every rank's
+ * place with one MPI_Exscan and one pointer update; seek_shared is collective. */
+#include "async/engine.h"
+#include "sharedfp/sharedfp.h"
+
+/* Checks for a shared-pointer access; *n receives its size in etypes. */
+static int shared_args(MPI_File fh, const char *op, int rw, const void *buf, MPI_Count count,
+                       MPI_Datatype type, pario_file **fp, MPI_Offset *n) {
+  const pario_typemap *tm;
+  int rc = pario_file_check(fh, op, fp);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = pario_access_check(*fp, op, rw, buf, count, type, &tm);
+  if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
+  *n = (MPI_Offset)count * tm->size / (*fp)->view.esize;
+  return MPI_SUCCESS;
+}
+
+static int shared_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count,
+                     MPI_Datatype type, MPI_Status *status, MPI_Request *req) {
+  pario_file *f;
+  MPI_Offset n, pos;
+  MPI_Count bytes = 0;
+  if (req) *req = MPI_REQUEST_NULL;
+  pario_status_set(status, 0);
+  int rc = shared_args(fh, op, rw, buf, count, type, &f, &n);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = pario_sharedfp_fetch_add(f, op, n, &pos);
+  if (rc == MPI_SUCCESS && req)
+    rc = pario_engine_submit(f, op, rw, pos * f->view.esize, buf, count, type, req, NULL);
+  else if (rc == MPI_SUCCESS)
+    rc = pario_access(f, op, rw, pos * f->view.esize, buf, count, type, &bytes);
+  pario_status_set(status, bytes);
+  return pario_file_error(fh, rc);
+}
+
+/* Where this rank's part of an ordered access starts: ranks in order, one pointer update. */
+static int ordered_pos(pario_file *f, const char *op, MPI_Offset n, MPI_Offset *pos) {
+  long long mine = n, before = 0, v[2] = {0, 0};
+  PMPI_Exscan(&mine, &before, 1, MPI_LONG_LONG, MPI_SUM, f->comm);
+  if (f->rank == 0) before = 0; /* Exscan leaves rank 0's result undefined */
+  int last = f->nprocs - 1, rc = MPI_SUCCESS;
+  if (f->rank == last) {
+    MPI_Offset base = 0;
+    rc = pario_sharedfp_fetch_add(f, op, before + mine, &base);
+    v[0] = rc != MPI_SUCCESS;
+    v[1] = base;
+  }
+  PMPI_Bcast(v, 2, MPI_LONG_LONG, last, f->comm);
+  if (v[0]) return rc != MPI_SUCCESS ? rc : pario_err(MPI_ERR_OTHER, op, f->filename, 0, "shared file pointer unavailable");
+  *pos = v[1] + before;
+  return MPI_SUCCESS;
+}
+
+static int ordered_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count,
+                      MPI_Datatype type, MPI_Status *status) {
+  pario_file *f;
+  MPI_Offset n, pos;
+  MPI_Count bytes = 0;
+  pario_status_set(status, 0);
+  int rc = shared_args(fh, op, rw, buf, count, type, &f, &n);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = ordered_pos(f, op, n, &pos);
+  if (rc == MPI_SUCCESS) rc = pario_access(f, op, rw, pos * f->view.esize, buf, count, type, &bytes);
+  pario_status_set(status, bytes);
+  return pario_file_error(fh, rc);
+}
+
+static int ordered_begin(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count, MPI_Datatype type) {
+  pario_file *f;
+  MPI_Offset n, pos;
+  int rc = shared_args(fh, op, rw, buf, count, type, &f, &n);
+  if (rc != MPI_SUCCESS) return rc;
+  if (f->split_job)
+    return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0,
+                                          "a split collective operation is already active on this file"));
+  rc = ordered_pos(f, op, n, &pos);
+  pario_job *j = NULL;
+  if (rc == MPI_SUCCESS) rc = pario_engine_submit(f, op, rw, pos * f->view.esize, buf, count, type, NULL, &j);
+  if (rc == MPI_SUCCESS) {
+    f->split_job = j;
+    f->split_rw = rw + 2; /* an ordered split, ended only by an ordered end */
+  }
+  return pario_file_error(fh, rc);
+}
+
+static int ordered_end(MPI_File fh, const char *op, int rw, MPI_Status *status) {
+  pario_file *f;
+  MPI_Count bytes = 0;
+  pario_status_set(status, 0);
+  int rc = pario_file_check(fh, op, &f);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!f->split_job || f->split_rw != rw + 2)
+    return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0,
+                                          "no matching ordered split collective is active on this file"));
+  rc = pario_engine_wait(f->split_job, &bytes);
+  f->split_job = NULL;
+  pario_status_set(status, bytes);
+  return pario_file_error(fh, rc);
+}
+
+#define NOCONST
+#define DEF_SH(name, rw, cq, ct)                                                                  \
+  PARIO_EXPORT int P##name(MPI_File fh, cq void *buf, ct count, MPI_Datatype datatype, MPI_Status *status) { \
+    return shared_rw(fh, #name, rw, (void *)buf, count, datatype, status, NULL);                    \
+  }                                                                                               \
+  PARIO_WEAK_ALIAS(name)
+#define DEF_ISH(name, rw, cq, ct)                                                                 \
+  PARIO_EXPORT int P##name(MPI_File fh, cq void *buf, ct count, MPI_Datatype datatype, MPI_Request *request) { \
+    if (!request) return pario_file_error(fh, pario_err(MPI_ERR_REQUEST, #name, NULL, 0, "null request pointer")); \
+    return shared_rw(fh, #name, rw, (void *)buf, count, datatype, MPI_STATUS_IGNORE, request);     \
+  }                                                                                               \
+  PARIO_WEAK_ALIAS(name)
+#define DEF_ORD(name, rw, cq, ct)                                                                 \
+  PARIO_EXPORT int P##name(MPI_File fh, cq void *buf, ct count, MPI_Datatype datatype, MPI_Status *status) { \
+    return ordered_rw(fh, #name, rw, (void *)buf, count, datatype, status);                       \
+  }                                                                                               \
+  PARIO_WEAK_ALIAS(name)
+#define DEF_ORD_BEGIN(name, rw, cq, ct)                                                           \
+  PARIO_EXPORT int P##name(MPI_File fh, cq void *buf, ct count, MPI_Datatype datatype) {          \
+    return ordered_begin(fh, #name, rw, (void *)buf, count, datatype);                            \
+  }                                                                                               \
+  PARIO_WEAK_ALIAS(name)
+#define DEF_ORD_END(name, rw, cq)                                                                 \
+  PARIO_EXPORT int P##name(MPI_File fh, cq void *buf, MPI_Status *status) {                       \
+    (void)buf;                                                                                    \
+    return ordered_end(fh, #name, rw, status);                                                    \
+  }                                                                                               \
+  PARIO_WEAK_ALIAS(name)
+
+DEF_SH(MPI_File_read_shared, PARIO_READ, NOCONST, int)
+DEF_SH(MPI_File_write_shared, PARIO_WRITE, const, int)
+DEF_ISH(MPI_File_iread_shared, PARIO_READ, NOCONST, int)
+DEF_ISH(MPI_File_iwrite_shared, PARIO_WRITE, const, int)
+DEF_ORD(MPI_File_read_ordered, PARIO_READ, NOCONST, int)
+DEF_ORD(MPI_File_write_ordered, PARIO_WRITE, const, int)
+DEF_ORD_BEGIN(MPI_File_read_ordered_begin, PARIO_READ, NOCONST, int)
+DEF_ORD_BEGIN(MPI_File_write_ordered_begin, PARIO_WRITE, const, int)
+DEF_ORD_END(MPI_File_read_ordered_end, PARIO_READ, NOCONST)
+DEF_ORD_END(MPI_File_write_ordered_end, PARIO_WRITE, const)
+#ifdef PARIO_HAVE_LARGE_COUNT
+DEF_SH(MPI_File_read_shared_c, PARIO_READ, NOCONST, MPI_Count)
+DEF_SH(MPI_File_write_shared_c, PARIO_WRITE, const, MPI_Count)
+DEF_ISH(MPI_File_iread_shared_c, PARIO_READ, NOCONST, MPI_Count)
+DEF_ISH(MPI_File_iwrite_shared_c, PARIO_WRITE, const, MPI_Count)
+DEF_ORD(MPI_File_read_ordered_c, PARIO_READ, NOCONST, MPI_Count)
+DEF_ORD(MPI_File_write_ordered_c, PARIO_WRITE, const, MPI_Count)
+DEF_ORD_BEGIN(MPI_File_read_ordered_begin_c, PARIO_READ, NOCONST, MPI_Count)
+DEF_ORD_BEGIN(MPI_File_write_ordered_begin_c, PARIO_WRITE, const, MPI_Count)
+#endif
+
+PARIO_EXPORT int PMPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence) {
+  static const char op[] = "MPI_File_seek_shared";
+  pario_file *f;
+  int rc = pario_file_check(fh, op, &f);
+  if (rc != MPI_SUCCESS) return rc;
+  int bad = whence != MPI_SEEK_SET && whence != MPI_SEEK_CUR && whence != MPI_SEEK_END;
+  rc = pario_check_same(f, op, "offset and whence", bad ? -1 : offset * 4 + whence);
+  if (rc == MPI_SUCCESS && bad) rc = pario_err(MPI_ERR_ARG, op, f->filename, 0, "invalid whence %d", whence);
+  MPI_Offset base = 0;
+  if (rc == MPI_SUCCESS && whence == MPI_SEEK_CUR) rc = pario_sharedfp_position(f, op, &base);
+  if (rc == MPI_SUCCESS && whence == MPI_SEEK_END) {
+    off_t size = 0;
+    int e = f->drv->size(f->dh, &size);
+    if (e) rc = pario_err(pario_errno_class(e), op, f->filename, e, "cannot get size");
+    base = (pario_view_data_before(&f->view, size) + f->view.esize - 1) / f->view.esize;
+  }
+  int worst = pario_agree(f->comm, rc); /* CUR reads the pointer: all must read before it moves */
+  if (worst == MPI_SUCCESS && base + offset < 0)
+    worst = MPI_ERR_ARG, rc = pario_err(MPI_ERR_ARG, op, f->filename, 0, "seek to negative position %lld", (long long)(base + offset));
+  if (worst == MPI_SUCCESS) rc = pario_sharedfp_set(f, op, base + offset);
+  else if (rc == MPI_SUCCESS) rc = pario_err(worst, op, f->filename, 0, "seek_shared failed on another rank");
+  return pario_file_error(fh, rc);
+}
+PARIO_WEAK_ALIAS(MPI_File_seek_shared)
+
+PARIO_EXPORT int PMPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset) {
+  static const char op[] = "MPI_File_get_position_shared";
+  pario_file *f;
+  int rc = pario_file_check_out(fh, op, offset, &f);
+  if (rc != MPI_SUCCESS) return rc;
+  return pario_file_error(fh, pario_sharedfp_position(f, op, offset));
+}
+PARIO_WEAK_ALIAS(MPI_File_get_position_shared)

@@ -15,33 +15,32 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "difftest.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Random numbers: splitmix64. S is shared by all ranks (collective parameters), R is per rank. */
 
-typedef struct { uint64_t s; } rng_t;
-
-static uint64_t mix64(uint64_t z)
+uint64_t mix64(uint64_t z)
 {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
 
-static uint64_t rnext(rng_t *r) { r->s += 0x9e3779b97f4a7c15ULL; return mix64(r->s); }
+uint64_t rnext(rng_t *r) { r->s += 0x9e3779b97f4a7c15ULL; return mix64(r->s); }
 
 /* Uniform integer in [lo, hi] (hi >= lo). */
-static long rint_(rng_t *r, long lo, long hi)
+long rint_(rng_t *r, long lo, long hi)
 {
   if (hi <= lo) return lo;
   return lo + (long)(rnext(r) % (uint64_t)(hi - lo + 1));
 }
 
 /* True with probability pct percent. */
-static int rpct(rng_t *r, int pct) { return (int)(rnext(r) % 100) < pct; }
+int rpct(rng_t *r, int pct) { return (int)(rnext(r) % 100) < pct; }
 
 /* Pick an index from a weight table. */
-static int rweighted(rng_t *r, const int *w, int n)
+int rweighted(rng_t *r, const int *w, int n)
 {
   long tot = 0;
   for (int i = 0; i < n; i++) tot += w[i];
@@ -56,33 +55,15 @@ static int rweighted(rng_t *r, const int *w, int n)
 /* ------------------------------------------------------------------------------------------ */
 /* Options and global state. */
 
-typedef struct {
-  unsigned long long seed;
-  long ops;
-  const char *file;
-  const char *log;
-  long max_file;      /* bytes: views and offsets are chosen to keep the file below this */
-  int portable;       /* avoid corners where one native MPI-IO is known to be wrong */
-  int turns;          /* 1: independent writes always one rank at a time */
-  int expect;         /* 0: don't care, 1: expect pario to serve MPI-IO, 2: expect native */
-  int verbose;
-  long probe;
-} opts_t;
+opts_t O;
+int me, np;
+FILE *LOG;
+rng_t S, R;          /* shared and per-rank streams */
+int is_ompi;         /* host MPI is Open MPI: OMPIO as native */
+int q_ompio, q_romio; /* avoid corners where OMPIO / ROMIO are wrong (see README) */
+long cur_op;         /* for messages */
 
-static opts_t O;
-static int me, np;
-static FILE *LOG;
-static rng_t S, R;          /* shared and per-rank streams */
-static int is_ompi;         /* host MPI is Open MPI: OMPIO as native */
-static int q_ompio, q_romio; /* avoid corners where OMPIO / ROMIO are wrong (see README) */
-static long cur_op;         /* for messages */
-
-#define DIE(...) do { fprintf(stderr, "difftest[%d]: ", me); fprintf(stderr, __VA_ARGS__); \
-                      fputc('\n', stderr); MPI_Abort(MPI_COMM_WORLD, 3); } while (0)
-#define CHK(call) do { int rc_ = (call); if (rc_ != MPI_SUCCESS) DIE("%s failed (%d) at line %d", \
-                      #call, rc_, __LINE__); } while (0)
-
-static void logf_(const char *fmt, ...)
+void logf_(const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -97,7 +78,7 @@ static void logf_(const char *fmt, ...)
 }
 
 /* Growing string for type descriptions. */
-static char *xsprintf(const char *fmt, ...)
+char *xsprintf(const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -112,7 +93,7 @@ static char *xsprintf(const char *fmt, ...)
 }
 
 /* A list of longs as "a,b,c" (for descriptions). */
-static char *list_str(const long *v, int n)
+char *list_str(const long *v, int n)
 {
   char *s = xsprintf("%s", "");
   for (int i = 0; i < n; i++) {
@@ -126,19 +107,8 @@ static char *list_str(const long *v, int n)
 /* ------------------------------------------------------------------------------------------ */
 /* Datatypes with their bounds, as queried from the host MPI. */
 
-typedef struct dt_s {
-  MPI_Datatype t;
-  int owned;                  /* derived: free when done */
-  MPI_Aint lb, ext, tlb, text;
-  MPI_Count size;
-  int named;                  /* predefined */
-  char *desc;
-} dt_t;
 
-static void model_merge(void);
-static void model_view(MPI_Datatype ft, const struct dt_s *d);
-
-static dt_t dt_wrap(MPI_Datatype t, int owned, char *desc)
+dt_t dt_wrap(MPI_Datatype t, int owned, char *desc)
 {
   dt_t d;
   d.t = t;
@@ -153,7 +123,7 @@ static dt_t dt_wrap(MPI_Datatype t, int owned, char *desc)
   return d;
 }
 
-static void dt_free(dt_t *d)
+void dt_free(dt_t *d)
 {
   if (d->owned) CHK(MPI_Type_free(&d->t));
   free(d->desc);
@@ -161,13 +131,13 @@ static void dt_free(dt_t *d)
   d->owned = 0;
 }
 
-static MPI_Aint dt_tub(const dt_t *d) { return d->tlb + d->text; }
+MPI_Aint dt_tub(const dt_t *d) { return d->tlb + d->text; }
 
 /* In portable mode, force the bounds the standard's constructors give without alignment
  * padding: Open MPI pads e.g. hindexed_block of doubles at odd byte displacements to a multiple
  * of 8, MPICH does not, and the random sequence must not depend on that. The description is
  * left alone so that logs of both hosts stay comparable. */
-static dt_t pin(dt_t d, MPI_Aint lb, MPI_Aint ub)
+dt_t pin(dt_t d, MPI_Aint lb, MPI_Aint ub)
 {
   if (!O.portable || (d.lb == lb && d.lb + d.ext == ub)) return d;
   MPI_Datatype t;
@@ -184,15 +154,7 @@ static dt_t pin(dt_t d, MPI_Aint lb, MPI_Aint ub)
  * properties. Memory mode additionally allows negative strides, permuted blocks and negative
  * lower bounds; 'overlap' (send buffers only) allows copies that overlap. */
 
-typedef struct {
-  rng_t *r;
-  const dt_t *unit;         /* leaf type: the etype */
-  int mem, overlap;
-} gen_t;
-
-static dt_t gen(const gen_t *g, int depth, MPI_Aint budget);
-
-static dt_t leaf(const gen_t *g)
+dt_t leaf(const gen_t *g)
 {
   dt_t d = *g->unit;
   d.owned = 0;
@@ -202,7 +164,7 @@ static dt_t leaf(const gen_t *g)
 
 /* A type with lower bound 0 and data inside [0, extent): what subarray/darray expect of an
  * element type (their bounds ignore the old type's lower bound). */
-static dt_t shift0(dt_t c)
+dt_t shift0(dt_t c)
 {
   if (c.lb == 0) return c;
   MPI_Aint d = -c.lb;
@@ -533,7 +495,7 @@ static void check_inv(const gen_t *g, const dt_t *d)
   if (!g->mem && d->tlb < 0) DIE("file type with negative displacement: %s", d->desc);
 }
 
-static dt_t gen(const gen_t *g, int depth, MPI_Aint budget)
+dt_t gen(const gen_t *g, int depth, MPI_Aint budget)
 {
   if (depth <= 0 || budget < 4 * g->unit->ext || rpct(g->r, 15)) return leaf(g);
   static const int w[] = {6, 8, 8, 8, 8, 6, 6, 10, 8, 8, 8, 3};
@@ -564,22 +526,9 @@ static dt_t gen(const gen_t *g, int depth, MPI_Aint budget)
 /* ------------------------------------------------------------------------------------------ */
 /* The file, the view, and logging of results. */
 
-typedef struct {
-  MPI_File fh;
-  int open;
-  dt_t etype, ftype;      /* ftype.t may already be freed (kept bounds and description) */
-  MPI_Offset disp;
-  int writable;           /* views are disjoint between ranks: writes allowed */
-  MPI_Offset size;        /* file size: writes never pass it; set_size and growth change it */
-  long per_ft;            /* etypes per filetype */
-  long maxpos;            /* view offsets below this stay under max_file */
-  int atomic;
-  int dirty;              /* writes since the last sync-barrier-sync */
-} state_t;
+state_t F;
 
-static state_t F;
-
-static const char *errname(int rc)
+const char *errname(int rc)
 {
   static const struct { int c; const char *n; } t[] = {
     {MPI_SUCCESS, "SUCCESS"}, {MPI_ERR_ARG, "ERR_ARG"}, {MPI_ERR_TYPE, "ERR_TYPE"},
@@ -599,7 +548,7 @@ static const char *errname(int rc)
   return "ERR_UNKNOWN";
 }
 
-static uint64_t fnv(const unsigned char *p, size_t n)
+uint64_t fnv(const unsigned char *p, size_t n)
 {
   uint64_t h = 1469598103934665603ULL;
   for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
@@ -617,7 +566,7 @@ static void log_count(const char *what, int v)
  * MPICH a rounded count (host behaviour, not MPI-IO), and MPICH 4.0's MPI_Get_elements
  * asserts (get_elements_x.c:268) on types that combine darray with struct (a heterogeneous
  * etype, or a struct around the darray): not asked for types with a darray. */
-static void log_status(int rc, MPI_Status *st, const dt_t *mt, MPI_Count esize)
+void log_status(int rc, MPI_Status *st, const dt_t *mt, MPI_Count esize)
 {
   logf_(" -> %s", errname(rc));
   if (rc != MPI_SUCCESS) return;
@@ -637,12 +586,12 @@ static void log_status(int rc, MPI_Status *st, const dt_t *mt, MPI_Count esize)
 }
 
 /* The pre-fill pattern: byte i of the fresh file. */
-static unsigned char pattern(uint64_t i)
+unsigned char pattern(uint64_t i)
 {
   return (unsigned char)(mix64((i >> 3) ^ (O.seed * 0x100000001b3ULL)) >> ((i & 7) * 8));
 }
 
-static void prefill(long size)
+void prefill(long size)
 {
   if (me == 0) {
     unlink(O.file);
@@ -659,9 +608,9 @@ static void prefill(long size)
 
 /* Random hints, the same on all ranks. Keys are the reserved ones and ROMIO's; each
  * implementation may ignore them, but the bytes must not change. */
-static char hints_desc[512];
+char hints_desc[512];
 
-static void set_hint(MPI_Info info, const char *k, const char *v)
+void set_hint(MPI_Info info, const char *k, const char *v)
 {
   CHK(MPI_Info_set(info, k, v));
   size_t l = strlen(hints_desc);
@@ -696,9 +645,11 @@ static MPI_Info random_info(int at_open)
   return info;
 }
 
-static void file_open(void)
+static void file_open(void) { file_open_with(random_info(1)); }
+
+/* Open (info is freed) and log; the default view. */
+void file_open_with(MPI_Info info)
 {
-  MPI_Info info = random_info(1);
   int rc = MPI_File_open(MPI_COMM_WORLD, O.file, MPI_MODE_RDWR | MPI_MODE_CREATE, info, &F.fh);
   CHK(MPI_Info_free(&info));
   logf_("open hints={%s} -> %s\n", hints_desc, errname(rc));
@@ -717,7 +668,7 @@ static void file_open(void)
 }
 
 /* sync-barrier-sync: makes every rank's writes visible to every rank (MPI consistency rules). */
-static void sync_point(const char *why)
+void sync_point(const char *why)
 {
   model_merge();
   int r1 = MPI_File_sync(F.fh);
@@ -730,10 +681,10 @@ static void sync_point(const char *why)
 /* ------------------------------------------------------------------------------------------ */
 /* Views. */
 
-static dt_t make_etype(void)
+dt_t make_etype(int maxk)
 {
   /* the etype with a hole: ROMIO mishandles it inside most derived types, Open MPI only */
-  int k = (int)rint_(&S, 0, q_romio ? 5 : 6);
+  int k = (int)rint_(&S, 0, q_romio && maxk > 5 ? 5 : maxk);
   MPI_Datatype t, s;
   switch (k) {
   case 0: return dt_wrap(MPI_BYTE, 0, xsprintf("BYTE"));
@@ -829,14 +780,14 @@ static dt_t wrap_for_rank(dt_t T, MPI_Aint E, int how, int *disp_shift)
   return g_darray_for(&S, X, np, me, O.max_file / 3);   /* darray over all ranks: a partition */
 }
 
-static void log_view(const char *how)
+void log_view(const char *how)
 {
   logf_("set_view(%s) disp=%lld etype=%s ftype=%s size=%lld lb=%ld ext=%ld tlb=%ld text=%ld",
         how, (long long)F.disp, F.etype.desc, F.ftype.desc, (long long)F.ftype.size,
         (long)F.ftype.lb, (long)F.ftype.ext, (long)F.ftype.tlb, (long)F.ftype.text);
 }
 
-static void finish_view(int rc)
+void finish_view(int rc)
 {
   logf_(" -> %s\n", errname(rc));
   if (rc != MPI_SUCCESS) DIE("set_view failed");
@@ -853,7 +804,7 @@ static void finish_view(int rc)
   }
 }
 
-static void free_view(void)
+void free_view(void)
 {
   dt_free(&F.ftype);
   dt_free(&F.etype);
@@ -863,7 +814,7 @@ static void op_set_view(void)
 {
   if (F.dirty) sync_point("view");
   free_view();
-  F.etype = make_etype();
+  F.etype = make_etype(6);
   F.disp = rint_(&S, 0, 1024);
   int shared = rpct(&S, 15);
   int depth = (int)rint_(&S, 0, 3);
@@ -896,18 +847,8 @@ static void op_set_view(void)
 /* ------------------------------------------------------------------------------------------ */
 /* Data accesses. */
 
-typedef struct {
-  dt_t mt;              /* memory type */
-  int count;
-  unsigned char *alloc; /* guard | span | guard */
-  size_t alen;
-  void *buf;            /* what is passed to MPI */
-} mbuf_t;
-
-enum { GUARD = 16 };
-
 /* A random memory type and count moving about 'want' etypes (possibly 0). */
-static mbuf_t make_mbuf(long want, int for_write)
+mbuf_t make_mbuf(long want, int for_write)
 {
   mbuf_t m;
   gen_t g = {&R, &F.etype, 1, for_write};
@@ -918,6 +859,15 @@ static mbuf_t make_mbuf(long want, int for_write)
   m.count = (int)(want / per);
   if (m.count == 0 && want > 0 && !for_write && rpct(&R, 70)) m.count = 1;
   if (m.count > 1 && (long)m.count * m.mt.ext > (1L << 20)) m.count = (int)((1L << 20) / m.mt.ext) + 1;
+  mbuf_alloc(&m, for_write);
+  return m;
+}
+
+/* The buffer of m->count copies of m->mt, with guards: random bytes to write, or a fill
+ * pattern that reads must leave alone outside the data. */
+void mbuf_alloc(mbuf_t *m0, int for_write)
+{
+  mbuf_t m = *m0;
   /* span of count copies: [tlb, (count-1)*ext + tub), extents are positive here */
   MPI_Aint lo = m.mt.tlb, hi = m.count ? (MPI_Aint)(m.count - 1) * m.mt.ext + dt_tub(&m.mt) : lo;
   if (m.mt.ext < 0) DIE("negative extent memory type");
@@ -927,10 +877,10 @@ static mbuf_t make_mbuf(long want, int for_write)
   m.buf = m.alloc + GUARD - lo;
   if (for_write) for (size_t i = 0; i < m.alen; i++) m.alloc[i] = (unsigned char)rnext(&R);
   else for (size_t i = 0; i < m.alen; i++) m.alloc[i] = (unsigned char)(0xA5 ^ (i * 7));
-  return m;
+  *m0 = m;
 }
 
-static void free_mbuf(mbuf_t *m)
+void free_mbuf(mbuf_t *m)
 {
   free(m->alloc);
   dt_free(&m->mt);
@@ -941,16 +891,7 @@ static void free_mbuf(mbuf_t *m)
  * the host MPI's datatype engine (MPI_Pack/MPI_Unpack) and no MPI-IO at all. It is the
  * referee when the two natives disagree; mismatches go to stderr, not to the log. */
 
-typedef struct {
-  int on;
-  unsigned char *img, *mine;  /* file image, and the bytes this rank wrote since the last merge */
-  long cap, size;
-  long *map, mapn;            /* file offset (from disp) of each data byte of one filetype */
-  MPI_Aint ftext;
-  long bad;
-} model_t;
-
-static model_t M;
+model_t M;
 
 static void model_fail(const char *fmt, ...)
 {
@@ -977,7 +918,7 @@ static void model_init(long size0)
 
 /* Flatten the filetype with the datatype engine (always: EOF decisions use it too): unpack the packed byte index (3 planes of
  * 8 bits) and a presence mask through the filetype, then read the positions back. */
-static void model_view(MPI_Datatype ft, const struct dt_s *d)
+void model_view(MPI_Datatype ft, const dt_t *d)
 {
   long n = (long)d->size, span = (long)d->text;
   free(M.map);
@@ -1008,7 +949,7 @@ static long model_pos(long vb)
   return (long)F.disp + (vb / M.mapn) * (long)M.ftext + M.map[vb % M.mapn];
 }
 
-static unsigned char *pack_all(const mbuf_t *m, int *len)
+unsigned char *pack_all(const mbuf_t *m, int *len)
 {
   *len = (int)(m->count * m->mt.size);
   unsigned char *p = malloc((size_t)*len + 1);
@@ -1061,7 +1002,7 @@ static void model_read(MPI_Offset off, const mbuf_t *m, int rc, int bytes,
 }
 
 /* At a sync point every rank learns the others' writes (disjoint, so OR merges them). */
-static void model_merge(void)
+void model_merge(void)
 {
   if (!M.on) return;
   unsigned char *t = malloc((size_t)M.cap);
@@ -1093,7 +1034,7 @@ static void model_byte_offset(MPI_Offset pos, MPI_Offset byte, int rc)
                                (long long)byte, want);
 }
 
-static unsigned char *slurp(const char *path, long *n)
+unsigned char *slurp(const char *path, long *n)
 {
   FILE *f = fopen(path, "rb");
   if (!f) DIE("cannot reopen %s", path);
@@ -1108,7 +1049,7 @@ static unsigned char *slurp(const char *path, long *n)
 
 /* After every write step in model mode: sync, merge, and compare the file read with POSIX
  * calls, so that a wrong write is caught by the operation that made it. */
-static void model_check_file(const char *what)
+void model_check_file(const char *what)
 {
   if (!M.on) return;
   int r1 = MPI_File_sync(F.fh);
@@ -1179,16 +1120,15 @@ static void pick_range(rng_t *r, int write, int past_eof, MPI_Offset *off, long 
   *n = rpct(r, 5) ? 0 : rint_(r, 1, room);
 }
 
-enum { W_PTR, W_AT, W_IPTR, W_IAT, W_ALL, W_AT_ALL, W_IALL, W_IAT_ALL, W_BEGIN, W_AT_BEGIN };
-static const char *wnames[] = {"write", "write_at", "iwrite", "iwrite_at", "write_all",
+const char *wnames[] = {"write", "write_at", "iwrite", "iwrite_at", "write_all",
                                "write_at_all", "iwrite_all", "iwrite_at_all",
                                "write_all_begin/end", "write_at_all_begin/end"};
-static const char *rnames[] = {"read", "read_at", "iread", "iread_at", "read_all",
+const char *rnames[] = {"read", "read_at", "iread", "iread_at", "read_all",
                                "read_at_all", "iread_all", "iread_at_all",
                                "read_all_begin/end", "read_at_all_begin/end"};
 
 /* Issue one access of the given variant; returns the error code, status filled. */
-static int do_access(int write, int v, MPI_Offset off, mbuf_t *m, MPI_Status *st)
+int do_access(int write, int v, MPI_Offset off, mbuf_t *m, MPI_Status *st)
 {
   MPI_File fh = F.fh;
   MPI_Request rq;
@@ -1231,11 +1171,11 @@ static int do_access(int write, int v, MPI_Offset off, mbuf_t *m, MPI_Status *st
   return MPI_Wait(&rq, st);
 }
 
-static int uses_ptr(int v) { return v == W_PTR || v == W_IPTR || v == W_ALL || v == W_IALL || v == W_BEGIN; }
+int uses_ptr(int v) { return v == W_PTR || v == W_IPTR || v == W_ALL || v == W_IALL || v == W_BEGIN; }
 
 /* Does a read of n etypes at view offset off reach past end of file? Computed from the
  * flattened view and the known file size, without asking the implementation under test. */
-static int past_eof(MPI_Offset off, long n)
+int past_eof(MPI_Offset off, long n)
 {
   if (n <= 0) return 0;
   return model_pos(((long)off + n) * (long)F.etype.size - 1) >= (long)F.size;
@@ -1278,11 +1218,11 @@ static int simple_contig(const dt_t *d)
  *   contiguous. Under MPICH such reads are dropped (count 0 for collectives).
  * --portable applies both, so that both natives run the same sequence. Returns the variant
  * to use; *drop set when the rank must not read. */
-static int eof_quirks(int v, MPI_Offset off, const mbuf_t *m, int *drop)
+int eof_quirks(int v, MPI_Offset off, const mbuf_t *m, int *drop)
 {
   int coll = v >= W_ALL;
   *drop = 0;
-  if (!q_ompio && !q_romio) return v;
+  if ((!q_ompio && !q_romio) || O.eof_strict) return v;
   int past = past_eof(off, (long)(m->count * (m->mt.size / F.etype.size)));
   if (q_romio && past && (coll || nonblocking(v) ||
                           !(simple_contig(&m->mt) && simple_contig(&F.ftype))))
@@ -1299,7 +1239,7 @@ static int eof_quirks(int v, MPI_Offset off, const mbuf_t *m, int *drop)
 /* Checksums of what a read delivered: the first 'bytes' bytes of the data in type order
  * (the rest of a short read is unspecified), and every byte of the buffer outside the data
  * (holes of the memory type and guards), which must be untouched. */
-static void log_read_sums(const mbuf_t *m, int bytes, MPI_Offset off, int rc)
+void log_read_sums(const mbuf_t *m, int bytes, MPI_Offset off, int rc)
 {
   int total = (int)(m->count * m->mt.size), pos = 0;
   unsigned char *packed = malloc((size_t)total + 1), *mask = malloc(m->alen);
@@ -1347,12 +1287,21 @@ static void access_one(long opno, int write, int v, int beyond)
     }
   }
   mbuf_t m = make_mbuf(n, write);
+  access_run(opno, write, v, off, &m);
+  free_mbuf(&m);
+}
+
+/* Run one access of variant v at view offset off with buffer m (the individual pointer, for
+ * the variants that use it, already at off) and log it; returns the bytes moved (-1: dropped
+ * or failed). Reads where the native MPI-IO is wrong are dropped (count 0 for collectives). */
+int access_run(long opno, int write, int v, MPI_Offset off, mbuf_t *mp)
+{
+  mbuf_t m = *mp;
   int drop = 0;
   if (!write) v = eof_quirks(v, off, &m, &drop);
   if (drop && v < W_ALL) {
     logf_("#%ld %s off=%lld dropped: past EOF\n", opno, rnames[v], (long long)off);
-    free_mbuf(&m);
-    return;
+    return -1;
   }
   if (drop) m.count = 0;
   logf_("#%ld %s off=%lld count=%d mem=%s", opno, (write ? wnames : rnames)[v], (long long)off,
@@ -1377,7 +1326,8 @@ static void access_one(long opno, int write, int v, int beyond)
     CHK(MPI_File_get_position(F.fh, &pos));
     logf_(" pos=%lld\n", (long long)pos);
   }
-  free_mbuf(&m);
+  mp->count = m.count;
+  return b;
 }
 
 static void op_write_ind(long opno)
@@ -1735,7 +1685,7 @@ static void probe(long n)
   CHK(MPI_File_open(MPI_COMM_SELF, O.file, MPI_MODE_RDWR | MPI_MODE_CREATE, info, &fh));
   CHK(MPI_Info_free(&info));
   for (long i = 0; i < n; i++) {
-    F.etype = make_etype();
+    F.etype = make_etype(6);
     unsigned char buf[65536];
     for (int k = 0; k < (int)sizeof buf; k++) buf[k] = pattern((uint64_t)k);
     MPI_Status st;
@@ -1758,6 +1708,7 @@ static void usage(void)
     fprintf(stderr,
       "usage: difftest --seed S --ops N --file PATH --log PATH [--max-file BYTES] [--model]\n"
       "                [--portable] [--turns] [--expect-pario|--expect-native] [--verbose]\n"
+      "                [--pattern coll [--zero-size-views]] [--eof-strict]\n"
       "       difftest --probe N --file PATH [--seed S] [--portable]   (one rank)\n"
       "Replays a seed-determined random sequence of N MPI-IO calls on PATH (pre-filled with a\n"
       "known pattern) and writes every result to the logs PATH.<rank> (log PATH), for\n"
@@ -1772,7 +1723,14 @@ static void usage(void)
       "  --expect-*   fail unless MPI_File_open is served by pario / by the MPI library\n"
       "  --verbose    echo the log on stderr\n"
       "  --probe N    check N random memory types and N filetypes, one at a time, against the\n"
-      "               datatype engine, and print the ones this MPI-IO handles wrongly\n");
+      "               datatype engine, and print the ones this MPI-IO handles wrongly\n"
+      "  --pattern coll  N epochs of collective patterns instead (HPIO, subarray, darray,\n"
+      "               interleaved, blocks; empty ranks; collective-buffering hints), each\n"
+      "               written, read back and checked by the run itself (exit status 4)\n"
+      "  --zero-size-views  ranks with empty accesses may use zero-size filetypes (a darray\n"
+      "               that leaves them nothing); pario refuses those today (README.md)\n"
+      "  --eof-strict never drop reads past end of file where a native MPI-IO is wrong there\n"
+      "               (for runs judged by --model alone)\n");
 }
 
 static void parse(int argc, char **argv)
@@ -1793,6 +1751,9 @@ static void parse(int argc, char **argv)
     else if (!strcmp(a, "--verbose")) O.verbose = 1;
     else if (!strcmp(a, "--model")) M.on = 1;
     else if (!strcmp(a, "--probe") && v) { O.probe = atol(v); i++; }
+    else if (!strcmp(a, "--pattern") && v && !strcmp(v, "coll")) { O.coll = 1; i++; }
+    else if (!strcmp(a, "--eof-strict")) O.eof_strict = 1;
+    else if (!strcmp(a, "--zero-size-views")) O.zero_views = 1;
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(); MPI_Finalize(); exit(0); }
     else { usage(); MPI_Abort(MPI_COMM_WORLD, 2); }
   }
@@ -1801,7 +1762,7 @@ static void parse(int argc, char **argv)
 }
 
 /* Who serves MPI_File_open in this process: pario (preloaded or linked) or the host MPI. */
-static void check_provider(void)
+void check_provider(void)
 {
   Dl_info info;
   int (*fp)(MPI_Comm, const char *, int, MPI_Info, MPI_File *) = MPI_File_open;
@@ -1814,7 +1775,7 @@ static void check_provider(void)
     DIE("MPI_File_open is served by %s, expected %s", obj, O.expect == 1 ? "pario" : "the host MPI");
 }
 
-static void open_log(void)
+void open_log(void)
 {
   char path[4096];
   snprintf(path, sizeof path, "%s.%d", O.log, me);
@@ -1824,7 +1785,7 @@ static void open_log(void)
         np, me, O.max_file, O.portable);
 }
 
-static void final_report(void)
+void final_report(void)
 {
   CHK(MPI_Barrier(MPI_COMM_WORLD));
   if (me != 0) return;
@@ -1834,6 +1795,8 @@ static void final_report(void)
   model_final(b, n);
   free(b);
 }
+
+static void run_ops(void);
 
 int main(int argc, char **argv)
 {
@@ -1865,6 +1828,25 @@ int main(int argc, char **argv)
   F.size = size0;
   F.etype = dt_wrap(MPI_BYTE, 0, xsprintf("BYTE"));
   F.ftype = dt_wrap(MPI_BYTE, 0, xsprintf("BYTE"));
+  if (O.coll) coll_run();
+  else run_ops();
+  int rc = MPI_File_close(&F.fh);
+  logf_("close -> %s\n", errname(rc));
+  free_view();
+  final_report();
+  fclose(LOG);
+  long bad = M.bad;
+  if (M.on || O.coll) {
+    CHK(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
+    if (me == 0 && bad) fprintf(stderr, "difftest: %ld mismatches\n", bad);
+  }
+  MPI_Finalize();
+  return bad ? 4 : 0;
+}
+
+/* The random call sequence: O.ops operations. */
+static void run_ops(void)
+{
   file_open();
   static const int w[] = {8, 20, 14, 14, 12, 8, 5, 3, 4, 2, 2};
   for (long i = 0; i < O.ops; i++) {
@@ -1886,16 +1868,4 @@ int main(int argc, char **argv)
     fflush(LOG);
   }
   if (F.dirty) sync_point("end");
-  int rc = MPI_File_close(&F.fh);
-  logf_("close -> %s\n", errname(rc));
-  free_view();
-  final_report();
-  fclose(LOG);
-  long bad = M.bad;
-  if (M.on) {
-    CHK(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
-    if (me == 0) fprintf(stderr, "difftest: model: %ld mismatches\n", bad);
-  }
-  MPI_Finalize();
-  return bad ? 4 : 0;
 }

@@ -5,7 +5,7 @@
 # counts, positions, data checksums). Exits non-zero with a readable message on a difference.
 #
 # usage: run-diff.sh FLAVOUR NP SEED OPS LIBPARIO
-#        run-diff.sh FLAVOUR NP SEED OPS DIFFTEST LIBPARIO WORKDIR [diff|model]
+#        run-diff.sh FLAVOUR NP SEED OPS DIFFTEST LIBPARIO WORKDIR [diff|model [ARGS...]]
 #   FLAVOUR  openmpi or mpich (launched through scripts/mpirun.sh)
 #   SEED     a number, or "random" (a fresh seed, printed so the run can be repeated)
 #   DIFFTEST the program (default: BUILD/tests/diff/difftest next to LIBPARIO's BUILD/src)
@@ -13,6 +13,8 @@
 #            kept after a failure, removed after a pass
 #   mode     diff (default): pario against the native MPI-IO;
 #            model: only the pario run, checked against difftest's model
+#   ARGS     more difftest arguments, e.g. --pattern coll (the collective patterns; OPS is
+#            then the number of epochs) or --eof-strict (with model)
 # Environment:
 #   PARIO_DIFF_MODEL=1   both runs also check themselves against difftest's model (reads, byte
 #                        offsets, sizes, the file after every write step; slower: fsync per
@@ -35,6 +37,7 @@ if [ $# -eq 5 ]; then
 else
   prog=$5 lib=$6 work=$7 mode=${8:-diff}
 fi
+args=("${@:9}")   # empty in the short form
 here=$(cd "$(dirname "$0")" && pwd)
 run=$here/../../scripts/mpirun.sh
 rounds=${PARIO_DIFF_ROUNDS:-1}
@@ -62,7 +65,7 @@ run_one() {
   if [ "$impl" = pario ]; then pre=(--pario "$lib"); expect=--expect-pario; fi
   [ "$impl" = native ] && env=(OMPI_MCA_fbtl_posix_write_datasieving=0)
   env "${env[@]}" timeout "$limit" "$run" "$flavour" "$np" "${pre[@]}" "$prog" --seed "$s" --ops "$ops" \
-    --file "$d/$impl.dat" --log "$d/$impl.log" "${model[@]}" "$expect" >"$d/$impl.out" 2>&1
+    --file "$d/$impl.dat" --log "$d/$impl.log" "${model[@]}" "${args[@]}" "$expect" >"$d/$impl.out" 2>&1
   local rc=$?
   [ $rc -eq 124 ] && echo "timed out after ${limit}s" >>"$d/$impl.out"
   return $rc
@@ -73,21 +76,22 @@ show() { grep -v -e '^\s*$' -e 'served by' -e '^-----' "$1" | head -15 | sed 's/
 
 # one_seed SEED: 0 pass, 1 fail
 one_seed() {
-  local s=$1 what="$flavour, $np ranks, seed $s, $ops ops"
-  local d=$work/diff.$flavour.np$np.s$s
+  local s=$1 what="$flavour, $np ranks, seed $s, $ops ops${args:+ ${args[*]}}"
+  local d=$work/diff.$flavour.np$np.s$s${args:+.$(echo "${args[*]}" | tr -dc 'a-z')}
   rm -rf "$d" && mkdir -p "$d"
   run_one pario "$s" "$d"
   local prc=$?
   if [ "$mode" = model ]; then
     if [ $prc -eq 0 ]; then echo "PASS: pario agrees with the model ($what)"; rm -rf "$d"; return 0; fi
     echo "FAIL: pario run exited $prc ($what):"; show "$d/pario.out"; echo "    (files in $d)"
+    echo "    (rerun: $0 $flavour $np $s $ops $prog $lib $work $mode ${args[*]})"
     return 1
   fi
   run_one native "$s" "$d"
   local nrc=$?
   if [ $nrc -eq 4 ] && [ ${#model[@]} -gt 0 ]; then
     echo "NOTE: the native $flavour MPI-IO contradicts the model ($what):"
-    grep -m3 'MODEL MISMATCH' "$d/native.out" | sed 's/^/    /'
+    grep -m3 -e 'MODEL MISMATCH' -e 'SELF-CHECK' "$d/native.out" | sed 's/^/    /'
     if [ $prc -eq 0 ]; then
       echo "PASS: pario agrees with the model; native not used as the oracle ($what)"
       rm -rf "$d"; return 0
@@ -121,7 +125,7 @@ one_seed() {
     echo "PASS: files and logs identical ($what)"
     rm -rf "$d"
   else
-    echo "    (files, logs and diffs in $d; rerun: $0 $flavour $np $s $ops $prog $lib $work)"
+    echo "    (files, logs and diffs in $d; rerun: $0 $flavour $np $s $ops $prog $lib $work $mode ${args[*]})"
   fi
   return $status
 }

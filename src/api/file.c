@@ -84,8 +84,9 @@ PARIO_EXPORT int PMPI_File_sync(MPI_File fh) {
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
   pario_engine_drain(f); /* operations already started reach storage too */
+  int code = pario_sharedfp_merge(f, op); /* and writes the individual component kept */
   int e = (f->amode & MPI_MODE_RDONLY) ? 0 : f->drv->sync(f->dh);
-  int code = e ? pario_err(pario_errno_class(e), op, f->filename, e, "fsync failed") : MPI_SUCCESS;
+  if (code == MPI_SUCCESS) code = e ? pario_err(pario_errno_class(e), op, f->filename, e, "fsync failed") : MPI_SUCCESS;
   int worst = pario_agree(f->comm, code); /* collective: everyone's data is on storage after it */
   if (worst != MPI_SUCCESS && code == MPI_SUCCESS)
     code = pario_err(worst, op, f->filename, 0, "sync failed on another rank");

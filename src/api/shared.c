@@ -4,6 +4,8 @@
 #include "async/engine.h"
 #include "sharedfp/sharedfp.h"
 
+#include <stdlib.h>
+
 /* Checks for a shared-pointer access; *n receives its size in etypes. */
 static int shared_args(MPI_File fh, const char *op, int rw, const void *buf, MPI_Count count,
                        MPI_Datatype type, pario_file **fp, MPI_Offset *n) {
@@ -11,8 +13,38 @@ static int shared_args(MPI_File fh, const char *op, int rw, const void *buf, MPI
   int rc = pario_file_check(fh, op, fp);
   if (rc != MPI_SUCCESS) return rc;
   rc = pario_access_check(*fp, op, rw, buf, count, type, &tm);
+  if (rc == MPI_SUCCESS) rc = pario_sharedfp_check(*fp, op, rw);
   if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
   *n = (MPI_Offset)count * tm->size / (*fp)->view.esize;
+  return MPI_SUCCESS;
+}
+
+/* A request that is already complete with bytes transferred (writes the individual
+ * component keeps): a generalized request completed before it is returned. */
+static int done_query(void *extra, MPI_Status *status) {
+  pario_status_set(status, *(MPI_Count *)extra);
+  status->MPI_SOURCE = MPI_UNDEFINED;
+  status->MPI_TAG = MPI_UNDEFINED;
+  return MPI_SUCCESS;
+}
+static int done_free(void *extra) {
+  free(extra);
+  return MPI_SUCCESS;
+}
+static int done_cancel(void *extra, int complete) {
+  (void)extra, (void)complete;
+  return MPI_SUCCESS;
+}
+
+static int done_request(pario_file *f, const char *op, MPI_Count bytes, MPI_Request *req) {
+  MPI_Count *b = malloc(sizeof *b);
+  if (!b) return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
+  *b = bytes;
+  if (PMPI_Grequest_start(done_query, done_free, done_cancel, b, req) != MPI_SUCCESS) {
+    free(b);
+    return pario_err(MPI_ERR_INTERN, op, f->filename, 0, "cannot start a generalized request");
+  }
+  PMPI_Grequest_complete(*req);
   return MPI_SUCCESS;
 }
 
@@ -25,6 +57,13 @@ static int shared_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count c
   pario_status_set(status, 0);
   int rc = shared_args(fh, op, rw, buf, count, type, &f, &n);
   if (rc != MPI_SUCCESS) return rc;
+  if (pario_sharedfp_defers(f)) { /* kept until the next merge: complete at once */
+    rc = pario_sharedfp_write(f, op, buf, count, type, n);
+    bytes = rc == MPI_SUCCESS ? (MPI_Count)(n * f->view.esize) : 0;
+    if (rc == MPI_SUCCESS && req) rc = done_request(f, op, bytes, req);
+    pario_status_set(status, bytes);
+    return pario_file_error(fh, rc);
+  }
   rc = pario_sharedfp_fetch_add(f, op, n, &pos);
   if (rc == MPI_SUCCESS && req)
     rc = pario_engine_submit(f, op, rw, pos * f->view.esize, buf, count, type, req, NULL);
@@ -32,24 +71,6 @@ static int shared_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count c
     rc = pario_access(f, op, rw, pos * f->view.esize, buf, count, type, &bytes);
   pario_status_set(status, bytes);
   return pario_file_error(fh, rc);
-}
-
-/* Where this rank's part of an ordered access starts: ranks in order, one pointer update. */
-static int ordered_pos(pario_file *f, const char *op, MPI_Offset n, MPI_Offset *pos) {
-  long long mine = n, before = 0, v[2] = {0, 0};
-  PMPI_Exscan(&mine, &before, 1, MPI_LONG_LONG, MPI_SUM, f->comm);
-  if (f->rank == 0) before = 0; /* Exscan leaves rank 0's result undefined */
-  int last = f->nprocs - 1, rc = MPI_SUCCESS;
-  if (f->rank == last) {
-    MPI_Offset base = 0;
-    rc = pario_sharedfp_fetch_add(f, op, before + mine, &base);
-    v[0] = rc != MPI_SUCCESS;
-    v[1] = base;
-  }
-  PMPI_Bcast(v, 2, MPI_LONG_LONG, last, f->comm);
-  if (v[0]) return rc != MPI_SUCCESS ? rc : pario_err(MPI_ERR_OTHER, op, f->filename, 0, "shared file pointer unavailable");
-  *pos = v[1] + before;
-  return MPI_SUCCESS;
 }
 
 static int ordered_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count,
@@ -60,7 +81,7 @@ static int ordered_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count 
   pario_status_set(status, 0);
   int rc = shared_args(fh, op, rw, buf, count, type, &f, &n);
   if (rc != MPI_SUCCESS) return rc;
-  rc = ordered_pos(f, op, n, &pos);
+  rc = pario_sharedfp_ordered(f, op, n, &pos);
   if (rc == MPI_SUCCESS) rc = pario_access(f, op, rw, pos * f->view.esize, buf, count, type, &bytes);
   pario_status_set(status, bytes);
   return pario_file_error(fh, rc);
@@ -74,7 +95,7 @@ static int ordered_begin(MPI_File fh, const char *op, int rw, void *buf, MPI_Cou
   if (f->split_job)
     return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0,
                                           "a split collective operation is already active on this file"));
-  rc = ordered_pos(f, op, n, &pos);
+  rc = pario_sharedfp_ordered(f, op, n, &pos);
   pario_job *j = NULL;
   if (rc == MPI_SUCCESS) rc = pario_engine_submit(f, op, rw, pos * f->view.esize, buf, count, type, NULL, &j);
   if (rc == MPI_SUCCESS) {
@@ -158,6 +179,7 @@ PARIO_EXPORT int PMPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whenc
   rc = pario_check_same(f, op, "offset and whence", bad ? -1 : offset * 4 + whence);
   if (rc == MPI_SUCCESS && bad) rc = pario_err(MPI_ERR_ARG, op, f->filename, 0, "invalid whence %d", whence);
   MPI_Offset base = 0;
+  if (rc == MPI_SUCCESS) rc = pario_sharedfp_merge(f, op); /* kept writes first (collective) */
   if (rc == MPI_SUCCESS && whence == MPI_SEEK_CUR) rc = pario_sharedfp_position(f, op, &base);
   if (rc == MPI_SUCCESS && whence == MPI_SEEK_END) {
     off_t size = 0;

@@ -160,6 +160,7 @@ int pario_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, pa
   if (rc == MPI_SUCCESS) {
     default_cb_nodes(f);
     pario_direct_io_apply(f);
+    pario_sharedfp_open(f); /* collective set-up only for files that asked for rma/addproc */
     if (amode & MPI_MODE_APPEND) {
       off_t size = 0;
       f->drv->size(f->dh, &size);
@@ -187,9 +188,10 @@ int pario_close(pario_file *f) {
     f->split_job = NULL;
   }
   pario_engine_drain(f);
-  int e = f->drv->close(f->dh), code = MPI_SUCCESS;
+  int code = pario_sharedfp_merge(f, op); /* writes the individual component kept */
+  int e = f->drv->close(f->dh);
   f->dh = NULL;
-  if (e) code = pario_err(pario_errno_class(e), op, f->filename, e, "close failed");
+  if (e && code == MPI_SUCCESS) code = pario_err(pario_errno_class(e), op, f->filename, e, "close failed");
   pario_registry_remove(f);
   /* Everyone has closed before the file goes away. */
   PMPI_Barrier(f->comm);

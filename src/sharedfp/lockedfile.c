@@ -15,13 +15,6 @@ typedef struct lf_state {
   int fd;
 } lf_state;
 
-/* "<dir>/.<name>.pario-sfp-<uid>" */
-static void lf_path(const pario_file *f, char *buf, size_t n) {
-  const char *slash = strrchr(f->path, '/');
-  int dirlen = slash ? (int)(slash - f->path + 1) : 0;
-  snprintf(buf, n, "%.*s.%s.pario-sfp-%llx", dirlen, f->path, slash ? slash + 1 : f->path, f->uid);
-}
-
 static int lf_query(pario_file *f) {
   int op = (f->amode & MPI_MODE_RDONLY) ? PARIO_LOCK_READ : PARIO_LOCK_WRITE;
   return f->drv->lock_probe(f->dh, op) == 0 ? 10 : -1;
@@ -29,7 +22,7 @@ static int lf_query(pario_file *f) {
 
 static int lf_attach(pario_file *f, void **state) {
   char p[4200];
-  lf_path(f, p, sizeof p);
+  pario_sharedfp_hidden_path(f, "", p, sizeof p);
   int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return errno;
   lf_state *s = malloc(sizeof *s);
@@ -82,7 +75,7 @@ static void lf_detach(void *state) {
 
 static void lf_remove(pario_file *f) {
   char p[4200];
-  lf_path(f, p, sizeof p);
+  pario_sharedfp_hidden_path(f, "", p, sizeof p);
   unlink(p);
 }
 

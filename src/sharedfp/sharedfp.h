@@ -1,7 +1,7 @@
-/* Shared file pointers: components behind one interface, chosen per file on first use.
- * The shared value S lives in the component's storage (zero until first used); the pointer
- * is base + S in etypes, where base is identical on all ranks and changed only by the
- * collective calls (seek_shared, set_view), so those never touch the storage. */
+/* Shared file pointers: components behind one interface, chosen per file. The shared value S
+ * lives in the component's storage (zero until first used); the pointer is base + S in
+ * etypes, where base is identical on all ranks and changed only by the collective calls
+ * (seek_shared, set_view), so those never touch the storage. */
 #ifndef PARIO_SHAREDFP_H
 #define PARIO_SHAREDFP_H
 
@@ -11,26 +11,55 @@ typedef struct pario_sharedfp_component {
   const char *name;
   /* Priority if this component can run for f (higher wins), or -1. */
   int (*query)(pario_file *f);
-  /* Attach to (creating if needed, never collectively) the storage of f's pointer. */
+  /* Lazy components: attach to (creating if needed, never collectively) f's storage on first
+   * use. Components whose storage needs every rank (rma, addproc) have setup instead: it is
+   * collective and runs inside MPI_File_open (see select.c for when). One of the two is set. */
   int (*attach)(pario_file *f, void **state);
+  int (*setup)(pario_file *f, void **state);
   /* Atomically S += n; *old receives the previous S. Returns 0 or an errno value. */
   int (*fetch_add)(void *state, MPI_Offset n, MPI_Offset *old);
-  /* Release this rank's state. */
+  /* Release this rank's state (collective for components with setup). */
   void (*detach)(void *state);
-  /* Remove f's storage if it exists (rank 0 at close, after everyone detached). */
+  /* Remove f's storage if it exists (rank 0 at close, after everyone detached); may be NULL. */
   void (*remove)(pario_file *f);
+  /* Deferring components (individual): S is a replica on every rank, equal after each merge.
+   * write keeps a shared-pointer write of n etypes (bytes of packed data) for later; merge
+   * (collective) places every kept write in the file and advances S on all ranks. Reads are
+   * refused. NULL for the others. */
+  int (*write)(pario_file *f, void *state, const char *op, const void *buf, MPI_Count count,
+               MPI_Datatype type, MPI_Offset n);
+  int (*merge)(pario_file *f, void *state, const char *op);
+  int forced_only; /* never chosen by auto, only when pario_sharedfp names it */
 } pario_sharedfp_component;
 
-extern const pario_sharedfp_component pario_sharedfp_sm, pario_sharedfp_lockedfile;
+extern const pario_sharedfp_component pario_sharedfp_sm, pario_sharedfp_rma, pario_sharedfp_addproc,
+    pario_sharedfp_lockedfile, pario_sharedfp_individual;
 
+/* Collective, inside MPI_File_open: sets up rma or addproc when this file will use one. */
+void pario_sharedfp_open(pario_file *f);
+/* Checks that a shared-pointer access of kind rw can run (reads are refused where the
+ * component is write-only). */
+int pario_sharedfp_check(pario_file *f, const char *op, int rw);
+/* 1 when shared-pointer writes of f are deferred (the component has a write hook). */
+int pario_sharedfp_defers(pario_file *f);
+/* A deferred shared-pointer write (see write above). */
+int pario_sharedfp_write(pario_file *f, const char *op, const void *buf, MPI_Count count,
+                         MPI_Datatype type, MPI_Offset n);
+/* Collective merge point (sync, close, seek_shared, set_view, ordered calls): deferred
+ * writes reach the file. No communication unless the component defers writes. */
+int pario_sharedfp_merge(pario_file *f, const char *op);
 /* Reserve n etypes at the shared pointer; *pos receives where they start (etypes). */
 int pario_sharedfp_fetch_add(pario_file *f, const char *op, MPI_Offset n, MPI_Offset *pos);
+/* Collective: reserve n etypes per rank in rank order; *pos receives this rank's start. */
+int pario_sharedfp_ordered(pario_file *f, const char *op, MPI_Offset n, MPI_Offset *pos);
 /* The current shared pointer (etypes). */
 int pario_sharedfp_position(pario_file *f, const char *op, MPI_Offset *pos);
 /* Collective: make the shared pointer target (etypes). */
 int pario_sharedfp_set(pario_file *f, const char *op, MPI_Offset target);
 /* At close (collective): release, and on rank 0 remove, the component's storage. */
 void pario_sharedfp_close(pario_file *f);
+/* "<dir>/.<name>.pario-sfp-<uid><suffix>": hidden storage beside the data file. */
+void pario_sharedfp_hidden_path(const pario_file *f, const char *suffix, char *buf, size_t n);
 /* The component's name in effect for get_info ("auto" until first use). */
 const char *pario_sharedfp_name(const pario_file *f);
 

@@ -1,9 +1,13 @@
-/* Shared file pointers, per component (argv[1]: sm | lockedfile | auto): a 10^6-record
- * write_shared stress with every record checked exactly once; a work queue served with
- * read_shared; seek_shared/get_position_shared agreeing across ranks and with the data;
- * set_view resetting the pointer; get_info naming the component; and no storage left
+/* Shared file pointers, per component (argv[1]: sm | rma | addproc | lockedfile | individual
+ * | auto; argv[2]: stress records): a write_shared stress with every record checked exactly
+ * once; a work queue served with read_shared (individual: reads refused, writes ordered by
+ * time instead); write_ordered in rank order; seek_shared/get_position_shared agreeing across
+ * ranks and with the data; set_view resetting the pointer; get_info naming the component;
+ * rank 0 computing without MPI calls while the others use the pointer; and no storage left
  * behind (nor created by a program that never uses shared pointers). */
+#define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
+#include <time.h>
 
 #include "harness.h"
 
@@ -46,7 +50,9 @@ static void stress(const char *comp, int total) {
     rec r = {rank, i, (long long)rank * 1000003 + i};
     if (MPI_File_write_shared(fh, &r, 1, rt, MPI_STATUS_IGNORE) != MPI_SUCCESS) { CHECK(0, "write_shared"); break; }
   }
+  MPI_File_sync(fh); /* individual places the kept records here */
   MPI_Barrier(MPI_COMM_WORLD);
+  MPI_File_sync(fh);
   MPI_Offset pos;
   MPI_File_get_position_shared(fh, &pos);
   CHECK(pos == total, "shared pointer after %d records: %lld", total, (long long)pos);
@@ -55,7 +61,7 @@ static void stress(const char *comp, int total) {
   int flag;
   MPI_File_get_info(fh, &used);
   MPI_Info_get(used, "pario_sharedfp", 63, v, &flag);
-  CHECK(strcmp(comp, "auto") ? !strcmp(v, comp) : !strcmp(v, "sm"), "get_info pario_sharedfp=%s", v);
+  CHECK(!strcmp(v, strcmp(comp, "auto") ? comp : "sm"), "get_info pario_sharedfp=%s", v);
   MPI_Info_free(&used);
   if (rank == 0) { /* every record present exactly once, intact */
     rec *all = malloc(sizeof(rec) * (size_t)total);
@@ -75,6 +81,115 @@ static void stress(const char *comp, int total) {
   }
   MPI_Type_free(&rt);
   MPI_File_close(&fh);
+}
+
+/* seek_shared is collective and everyone agrees. */
+static void check_seek(MPI_File fh, MPI_Offset size) {
+  MPI_Offset pos;
+  MPI_File_seek_shared(fh, 10, MPI_SEEK_SET);
+  MPI_File_get_position_shared(fh, &pos);
+  long long p[2] = {pos, -pos}, r[2];
+  MPI_Allreduce(p, r, 2, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(pos == 10 && r[0] == -r[1], "seek_shared agreement");
+  MPI_File_seek_shared(fh, -3, MPI_SEEK_END);
+  MPI_File_get_position_shared(fh, &pos);
+  CHECK(pos == size - 3, "seek_shared END: %lld", (long long)pos);
+  MPI_File_seek_shared(fh, 2, MPI_SEEK_CUR);
+  MPI_File_get_position_shared(fh, &pos);
+  CHECK(pos == size - 1, "seek_shared CUR: %lld", (long long)pos);
+}
+
+/* write_ordered places the ranks' parts in rank order at the pointer, and moves it past all. */
+static void check_write_ordered(MPI_File fh, int at) {
+  int v[2] = {1000 + rank, 2000 + rank}, n = 1 + (rank % 2), got[8];
+  MPI_Status st;
+  MPI_File_seek_shared(fh, at, MPI_SEEK_SET);
+  MPI_File_write_ordered(fh, v, n, MPI_INT, &st);
+  MPI_File_sync(fh);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_File_sync(fh);
+  int k = 0, total = 0;
+  for (int q = 0; q < np; q++) total += 1 + q % 2;
+  MPI_Offset pos;
+  MPI_File_get_position_shared(fh, &pos);
+  CHECK(pos == at + total, "pointer after write_ordered: %lld", (long long)pos);
+  MPI_File_read_at(fh, at, got, total < 8 ? total : 8, MPI_INT, &st);
+  for (int q = 0; q < np && k < 8; q++)
+    for (int j = 0; j <= q % 2 && k < 8; j++, k++)
+      CHECK(got[k] == (j ? 2000 : 1000) + q, "write_ordered element %d: %d", k, got[k]);
+}
+
+/* individual: reads are refused naming op and file; writes land in time order (here made
+ * causal with a token passed from rank to rank); nothing is lost at close. */
+static void individual_checks(void) {
+  MPI_File fh = open_with("individual", MPI_MODE_CREATE | MPI_MODE_RDWR);
+  int item = 0, rc;
+  MPI_Status st;
+  MPI_Request req;
+  MPI_File_set_size(fh, 0);
+  MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL);
+  CHECK_ERR(MPI_File_read_shared(fh, &item, 1, MPI_INT, &st), MPI_ERR_UNSUPPORTED_OPERATION, "MPI_File_read_shared", path);
+  CHECK_ERR(MPI_File_iread_shared(fh, &item, 1, MPI_INT, &req), MPI_ERR_UNSUPPORTED_OPERATION, "MPI_File_iread_shared", path);
+  CHECK_ERR(MPI_File_read_ordered(fh, &item, 1, MPI_INT, &st), MPI_ERR_UNSUPPORTED_OPERATION, "MPI_File_read_ordered", path);
+  for (int round = 0; round < 3; round++) { /* token ring: rank order, three times */
+    if (rank > 0) MPI_Recv(&item, 1, MPI_INT, rank - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    else if (round > 0 && np > 1) MPI_Recv(&item, 1, MPI_INT, np - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    item = round * np + rank;
+    if (round == 1) {
+      rc = MPI_File_iwrite_shared(fh, &item, 1, MPI_INT, &req);
+      if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, &st);
+    } else {
+      rc = MPI_File_write_shared(fh, &item, 1, MPI_INT, &st);
+    }
+    int n = -1;
+    MPI_Get_count(&st, MPI_INT, &n);
+    CHECK(rc == MPI_SUCCESS && n == 1, "write_shared kept: %s, count %d", err_text(rc), n);
+    if (np > 1) MPI_Send(&item, 1, MPI_INT, (rank + 1) % np, 0, MPI_COMM_WORLD);
+  }
+  if (np > 1 && rank == 0) MPI_Recv(&item, 1, MPI_INT, np - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  check_seek(fh, 3 * np); /* seek_shared merges first: the file has all 3 * np items */
+  int got[64];
+  MPI_File_read_at(fh, 0, got, 3 * np, MPI_INT, &st);
+  for (int i = 0; i < 3 * np; i++) CHECK(got[i] == i, "individual: item %d is %d (time order)", i, got[i]);
+  check_write_ordered(fh, 3 * np);
+  item = 77;
+  MPI_File_write_shared(fh, &item, 1, MPI_INT, &st); /* placed by close */
+  MPI_File_close(&fh);
+  fh = open_with("auto", MPI_MODE_RDONLY);
+  MPI_Offset size;
+  MPI_File_get_size(fh, &size);
+  CHECK(size == (MPI_Offset)sizeof(int) * (3 * np + (np / 2 + np) + np), "individual: size after close %lld", (long long)size);
+  MPI_File_close(&fh);
+}
+
+/* Rank 0 computes without entering MPI while the others use the pointer: no component may
+ * need rank 0's help (rma progress, addproc's server). They tell rank 0 through a file. */
+static void busy_owner(const char *comp) {
+  if (np < 2) return;
+  char flag[600];
+  snprintf(flag, sizeof flag, "%s.done", path);
+  MPI_Comm others;
+  MPI_Comm_split(MPI_COMM_WORLD, rank == 0, 0, &others);
+  MPI_File fh = open_with(comp, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  int seen = 1;
+  if (rank == 0) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while (access(flag, F_OK) != 0 && (seen = t.tv_sec - t0.tv_sec < 60));
+  } else {
+    for (int i = 0; i < 200; i++) MPI_File_write_shared(fh, &i, 1, MPI_INT, MPI_STATUS_IGNORE);
+    MPI_Barrier(others);
+    if (rank == 1) fclose(fopen(flag, "w"));
+  }
+  CHECK(seen, "%s: the others did not finish while rank 0 computed", comp);
+  MPI_File_sync(fh);
+  MPI_Offset pos;
+  MPI_File_get_position_shared(fh, &pos);
+  CHECK(pos == 200 * (MPI_Offset)sizeof(int) * (np - 1), "%s busy owner: pointer %lld", comp, (long long)pos);
+  MPI_File_close(&fh);
+  MPI_Comm_free(&others);
+  if (rank == 0) unlink(flag);
 }
 
 static void work_queue(const char *comp) {
@@ -100,19 +215,11 @@ static void work_queue(const char *comp) {
   long long tot[2] = {got, sum}, all[2];
   MPI_Allreduce(tot, all, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   CHECK(all[0] == ITEMS && all[1] == (long long)ITEMS * (ITEMS - 1) / 2, "%s work queue: %lld items, sum %lld", comp, all[0], all[1]);
-  /* seek_shared is collective and everyone agrees; the data at the pointer is right */
-  MPI_File_seek_shared(fh, 10, MPI_SEEK_SET);
-  MPI_Offset pos;
-  MPI_File_get_position_shared(fh, &pos);
-  long long p[2] = {pos, -pos}, r[2];
-  MPI_Allreduce(p, r, 2, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
-  CHECK(pos == 10 && r[0] == -r[1], "seek_shared agreement");
-  MPI_File_seek_shared(fh, -3, MPI_SEEK_END);
-  MPI_File_get_position_shared(fh, &pos);
-  CHECK(pos == ITEMS - 3, "seek_shared END: %lld", (long long)pos);
+  check_seek(fh, ITEMS);
   MPI_File_seek_shared(fh, 5, MPI_SEEK_SET);
   MPI_File_read_ordered(fh, &item, 1, MPI_INT, &st);
   CHECK(item == 5 + rank, "read_ordered in rank order: %d", item);
+  check_write_ordered(fh, ITEMS);
   MPI_File_close(&fh);
 }
 
@@ -131,7 +238,9 @@ int main(int argc, char **argv) {
   CHECK(count_hidden() == 0, "no shared-pointer storage without a shared-pointer call");
   MPI_File_close(&fh);
   stress(comp, records);
-  work_queue(comp);
+  if (strcmp(comp, "individual")) work_queue(comp);
+  else individual_checks();
+  busy_owner(comp);
   MPI_Barrier(MPI_COMM_WORLD);
   CHECK(count_hidden() == 0, "shared-pointer storage removed at close");
   if (rank == 0) MPI_File_delete(path, MPI_INFO_NULL);

@@ -1,0 +1,113 @@
+/* addproc: a pointer server. Seed 003 spawned an extra process with MPI_Comm_spawn; spawning
+ * is fragile (singleton runs, Open MPI's removed support, batch systems that refuse extra
+ * processes), so here the "additional process" is a thread on rank 0 that answers fetch-add
+ * requests over a private duplicate of the file's communicator with plain point-to-point
+ * messages, which every MPI with MPI_THREAD_MULTIPLE does reliably, across nodes, on any file
+ * system. Set up inside MPI_File_open (see select.c). The server does not sit in a blocking
+ * MPI_Recv, which MPICH and Open MPI implement by spinning and would steal rank 0's core: it
+ * polls with MPI_Test, yielding between polls while requests keep coming and napping 100 us
+ * once idle for 2 ms. */
+#include "sharedfp/sharedfp.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+enum { TAG_REQ = 1, TAG_REP, TAG_STOP };
+
+typedef struct ap_state {
+  MPI_Comm comm;         /* private: only requests and replies travel on it */
+  int rank, thread;      /* thread: the server runs (rank 0 of a multi-rank file) */
+  int64_t value;         /* S, on rank 0 (server and rank 0's own calls add atomically) */
+  pthread_t tid;
+  pthread_mutex_t lock;  /* one request in flight per process, so replies cannot cross */
+} ap_state;
+
+static int ap_query(pario_file *f) {
+  int lvl = MPI_THREAD_SINGLE;
+  PMPI_Query_thread(&lvl);
+  return f->nprocs == 1 || lvl == MPI_THREAD_MULTIPLE ? 15 : -1;
+}
+
+static void *serve(void *arg) {
+  ap_state *s = arg;
+  double last = PMPI_Wtime();
+  for (;;) {
+    long long n = 0, old;
+    MPI_Request r;
+    MPI_Status st;
+    int done = 0;
+    PMPI_Irecv(&n, 1, MPI_LONG_LONG, MPI_ANY_SOURCE, MPI_ANY_TAG, s->comm, &r);
+    while (PMPI_Test(&r, &done, &st) == MPI_SUCCESS && !done) {
+      if (PMPI_Wtime() - last < 2e-3) sched_yield(); /* busy: answer the next one at once */
+      else nanosleep(&(struct timespec){0, 100000}, NULL);
+    }
+    if (st.MPI_TAG == TAG_STOP) return NULL;
+    old = __atomic_fetch_add(&s->value, (int64_t)n, __ATOMIC_SEQ_CST);
+    PMPI_Send(&old, 1, MPI_LONG_LONG, st.MPI_SOURCE, TAG_REP, s->comm);
+    last = PMPI_Wtime();
+  }
+}
+
+/* Rank 0 stops its own server: a message to itself ends the loop. */
+static void stop(ap_state *s) {
+  long long z = 0;
+  MPI_Request r;
+  PMPI_Isend(&z, 1, MPI_LONG_LONG, 0, TAG_STOP, s->comm, &r);
+  pthread_join(s->tid, NULL);
+  PMPI_Wait(&r, MPI_STATUS_IGNORE);
+}
+
+static int ap_setup(pario_file *f, void **state) {
+  ap_state *s = calloc(1, sizeof *s);
+  MPI_Comm comm = MPI_COMM_NULL;
+  int ok = PMPI_Comm_dup(f->comm, &comm) == MPI_SUCCESS && s, all = 0;
+  if (ok) {
+    s->comm = comm;
+    s->rank = f->rank;
+    pthread_mutex_init(&s->lock, NULL);
+    if (f->rank == 0 && f->nprocs > 1) ok = s->thread = pthread_create(&s->tid, NULL, serve, s) == 0;
+  }
+  PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, f->comm);
+  if (all) {
+    *state = s;
+    return 0;
+  }
+  if (s && s->thread) stop(s);
+  if (comm != MPI_COMM_NULL) PMPI_Comm_free(&comm);
+  free(s);
+  return ok ? ENOTSUP : EAGAIN;
+}
+
+static int ap_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
+  ap_state *s = state;
+  if (s->rank == 0) {
+    *old = __atomic_fetch_add(&s->value, (int64_t)n, __ATOMIC_SEQ_CST);
+    return 0;
+  }
+  long long add = n, prev = 0;
+  pthread_mutex_lock(&s->lock);
+  MPI_Request r;
+  int done = 0, rc = PMPI_Irecv(&prev, 1, MPI_LONG_LONG, 0, TAG_REP, s->comm, &r);
+  if (rc == MPI_SUCCESS) rc = PMPI_Send(&add, 1, MPI_LONG_LONG, 0, TAG_REQ, s->comm);
+  /* Yield while waiting, rather than spin in MPI_Recv: the server may need this core. */
+  while (rc == MPI_SUCCESS && !done && (rc = PMPI_Test(&r, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS && !done)
+    sched_yield();
+  pthread_mutex_unlock(&s->lock);
+  *old = prev;
+  return rc == MPI_SUCCESS ? 0 : EIO;
+}
+
+static void ap_detach(void *state) { /* at close, after every rank's last request */
+  ap_state *s = state;
+  if (s->thread) stop(s);
+  PMPI_Comm_free(&s->comm);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+}
+
+const pario_sharedfp_component pario_sharedfp_addproc = {
+    .name = "addproc", .query = ap_query, .setup = ap_setup, .fetch_add = ap_fetch_add, .detach = ap_detach};

@@ -1,0 +1,130 @@
+/* rma: the shared pointer is 8 bytes of an MPI window on rank 0, created inside MPI_File_open
+ * and only for files that ask for it (select.c says why). Two forms, chosen at set-up:
+ *  - one node: the window comes from MPI_Win_allocate_shared, every rank maps rank 0's
+ *    8 bytes (MPI_Win_shared_query) and advances them with a CPU atomic: no messages, and
+ *    nothing asked of rank 0.
+ *  - several nodes: MPI_Win_allocate; each update is MPI_Fetch_and_op(MPI_SUM) + flush under
+ *    one passive-target MPI_Win_lock_all held for the file's life. MPICH 4.0 (ch4:ucx)
+ *    executes such atomics as active messages that only progress while rank 0 is inside MPI
+ *    (measured: the others stalled for as long as rank 0 computed). Rank 0 therefore runs a
+ *    progress thread (with MPI_THREAD_MULTIPLE) that enters MPI with MPI_Iprobe every 100 us;
+ *    it costs well under 1% of a core. MPIR_CVAR_ASYNC_PROGRESS=1 would do the same for the
+ *    whole program, but only if the user sets it before MPI_Init.
+ * PARIO_TEST_RMA_REMOTE=1 (read on rank 0) forces the second form on one node, for tests.
+ * Window creation duplicates the communicator internally, so window traffic never meets
+ * pario's own messages on f->comm. */
+#include "sharedfp/sharedfp.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+typedef struct rma_state {
+  MPI_Win win;
+  int64_t *local;      /* one node: rank 0's counter, mapped here; else NULL */
+  MPI_Comm comm;       /* the file's communicator, probed by the progress thread */
+  int progress, stop;  /* progress thread running (rank 0); asked to stop */
+  pthread_t tid;
+} rma_state;
+
+static int rma_query(pario_file *f) {
+  (void)f;
+  return 20;
+}
+
+static void *progress(void *arg) {
+  rma_state *s = arg;
+  while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+    int flag;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, s->comm, &flag, MPI_STATUS_IGNORE); /* never receives */
+    nanosleep(&(struct timespec){0, 100000}, NULL);
+  }
+  return NULL;
+}
+
+/* Create the window (collective); returns 1 if this rank got it. */
+static int make_window(pario_file *f, rma_state *s, int shared) {
+  MPI_Info info;
+  int64_t *mem = NULL;
+  MPI_Aint size = f->rank == 0 ? sizeof(int64_t) : 0;
+  PMPI_Info_create(&info);
+  PMPI_Info_set(info, "accumulate_ops", "same_op"); /* only MPI_SUM: lets the MPI use atomics */
+  PMPI_Info_set(info, "which_accumulate_ops", "sum");
+  int rc = shared ? PMPI_Win_allocate_shared(size, sizeof(int64_t), info, f->comm, &mem, &s->win)
+                  : PMPI_Win_allocate(size, sizeof(int64_t), info, f->comm, &mem, &s->win);
+  PMPI_Info_free(&info);
+  if (rc != MPI_SUCCESS) return 0;
+  PMPI_Win_lock_all(MPI_MODE_NOCHECK, s->win);
+  if (f->rank == 0) {
+    *mem = 0; /* window memory starts undefined; nobody reads it before set-up's Allreduce */
+    PMPI_Win_sync(s->win);
+  }
+  if (shared) {
+    MPI_Aint sz;
+    int du;
+    rc = PMPI_Win_shared_query(s->win, 0, &sz, &du, &s->local);
+  }
+  return rc == MPI_SUCCESS;
+}
+
+static int rma_setup(pario_file *f, void **state) {
+  rma_state *s = calloc(1, sizeof *s);
+  const char *remote = getenv("PARIO_TEST_RMA_REMOTE");
+  int shared = f->nodes == 1 && !(remote && *remote == '1'), ok, all = 0, lvl = 0;
+  PMPI_Bcast(&shared, 1, MPI_INT, 0, f->comm);
+  MPI_Win win = MPI_WIN_NULL;
+  rma_state tmp = {.win = MPI_WIN_NULL};
+  ok = make_window(f, s ? s : &tmp, shared) && s;
+  win = s ? s->win : tmp.win;
+  PMPI_Query_thread(&lvl);
+  if (ok && !shared && f->rank == 0 && f->nprocs > 1 && lvl == MPI_THREAD_MULTIPLE) {
+    s->comm = f->comm;
+    s->progress = pthread_create(&s->tid, NULL, progress, s) == 0;
+  }
+  PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, f->comm);
+  if (all) {
+    *state = s;
+    return 0;
+  }
+  if (s && s->progress) {
+    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(s->tid, NULL);
+  }
+  if (win != MPI_WIN_NULL) { /* created everywhere it succeeded: freed the same way */
+    PMPI_Win_unlock_all(win);
+    PMPI_Win_free(&win);
+  }
+  int e = s ? ENOTSUP : ENOMEM;
+  free(s);
+  return e;
+}
+
+static int rma_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
+  rma_state *s = state;
+  long long add = n, prev = 0;
+  if (s->local) {
+    *old = __atomic_fetch_add(s->local, (int64_t)n, __ATOMIC_SEQ_CST);
+    return 0;
+  }
+  if (PMPI_Fetch_and_op(&add, &prev, MPI_LONG_LONG, 0, 0, MPI_SUM, s->win) != MPI_SUCCESS ||
+      PMPI_Win_flush(0, s->win) != MPI_SUCCESS)
+    return EIO;
+  *old = prev;
+  return 0;
+}
+
+static void rma_detach(void *state) { /* collective: every rank of the file closes */
+  rma_state *s = state;
+  if (s->progress) {
+    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(s->tid, NULL);
+  }
+  PMPI_Win_unlock_all(s->win);
+  PMPI_Win_free(&s->win);
+  free(s);
+}
+
+const pario_sharedfp_component pario_sharedfp_rma = {
+    .name = "rma", .query = rma_query, .setup = rma_setup, .fetch_add = rma_fetch_add, .detach = rma_detach};

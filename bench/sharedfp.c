@@ -1,5 +1,6 @@
 /* pario-bench sharedfp: Vanegas's shared file pointer write benchmark (seed 003, sec. 5.1):
- * modes 1-4 (write_shared, write_ordered, iwrite_shared, write_ordered_begin/end), variability,
+ * modes 1-4 (write_shared, write_ordered, iwrite_shared, write_ordered_begin/end) and, as a
+ * baseline, mode 5 (the same layout as write_ordered through individual pointers), variability,
  * per-process or per-group sizing; every record is self-describing and a checker proves the file. */
 #include "bench.h"
 
@@ -10,7 +11,7 @@
 #include <string.h>
 
 static const char *const mode_names[] = {"write_shared", "write_ordered", "iwrite_shared",
-                                         "write_ordered_begin"};
+                                         "write_ordered_begin", "write_individual"};
 static const char *const sizing_names[] = {"per-group", "per-process"};
 #define REC_MAGIC 0x50524543u /* "PREC" */
 #define HDR 32
@@ -37,7 +38,9 @@ const char sharedfp_usage[] =
     "  -d, --data-size SIZE     iteration data size (default 2M)\n"
     "  -i, --loops N            loops (default 64)\n"
     "  -m, --mode LIST          1 write_shared, 2 write_ordered, 3 iwrite_shared,\n"
-    "                           4 write_ordered_begin/end (default 1,2,3,4)\n"
+    "                           4 write_ordered_begin/end (default 1,2,3,4),\n"
+    "                           5 write_individual: mode 2's layout through individual\n"
+    "                           pointers (seek + MPI_File_write), the baseline\n"
     "  -v, --variability PCT    record length varies by +-PCT %% (default 0)\n"
     "      --per-process        each rank writes SIZE per loop (test series 4)\n"
     "      --per-group          the ranks together write SIZE per loop (series 2, default)\n"
@@ -51,7 +54,7 @@ static int parse_modes(const char *arg) {
   int mask = 0;
   for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     long long m;
-    if (parse_int(t, 1, 4, &m)) return -1;
+    if (parse_int(t, 1, 5, &m)) return -1;
     mask |= 1 << (m - 1);
   }
   return mask ? mask : -1;
@@ -69,7 +72,7 @@ static int sf_option(int c, const char *arg, void *ctx) {
       if (parse_int(arg, 1, 1LL << 30, &o->loops)) return usage_error("sharedfp", "bad loops '%s'", arg);
       return 0;
     case 'm':
-      if ((o->modes = parse_modes(arg)) < 0) return usage_error("sharedfp", "bad mode list '%s' (1-4)", arg);
+      if ((o->modes = parse_modes(arg)) < 0) return usage_error("sharedfp", "bad mode list '%s' (1-5)", arg);
       return 0;
     case 'v':
       if (parse_double(arg, 0, 100, &o->variability)) return usage_error("sharedfp", "bad variability '%s'", arg);
@@ -222,12 +225,25 @@ static void check_file(result *r, const sf_opts *o, const char *path, int ordere
 
 /* ---- the timed run ---------------------------------------------------------------------- */
 
-static int write_record(MPI_File fh, int mode, unsigned char *buf, int len, const char **what) {
+/* Mode 5: where this rank's record of loop seq starts in write_ordered's layout; *base
+ * advances past the loop (every rank knows every length, so no communication). */
+static MPI_Offset layout_offset(const sf_opts *o, long long seq, MPI_Offset *base) {
+  MPI_Offset off = *base;
+  for (int q = 0; q < B.size; q++) {
+    MPI_Offset len = (MPI_Offset)rec_len(o, (uint64_t)q, (uint64_t)seq);
+    if (q < B.rank) off += len;
+    *base += len;
+  }
+  return off;
+}
+
+static int write_record(MPI_File fh, int mode, unsigned char *buf, int len, MPI_Offset off, const char **what) {
   MPI_Status st;
   MPI_Request req;
   int rc;
   static const char *const calls[] = {"MPI_File_write_shared", "MPI_File_write_ordered",
-                                      "MPI_File_iwrite_shared", "MPI_File_write_ordered_begin"};
+                                      "MPI_File_iwrite_shared", "MPI_File_write_ordered_begin",
+                                      "MPI_File_seek"};
   *what = calls[mode - 1];
   switch (mode) {
     case 1: return MPI_File_write_shared(fh, buf, len, MPI_BYTE, &st);
@@ -237,26 +253,46 @@ static int write_record(MPI_File fh, int mode, unsigned char *buf, int len, cons
       if (rc != MPI_SUCCESS) return rc;
       *what = "MPI_Wait (iwrite_shared)";
       return MPI_Wait(&req, &st);
-    default:
+    case 4:
       rc = MPI_File_write_ordered_begin(fh, buf, len, MPI_BYTE);
       if (rc != MPI_SUCCESS) return rc;
       *what = "MPI_File_write_ordered_end";
       return MPI_File_write_ordered_end(fh, buf, &st);
+    default:
+      rc = MPI_File_seek(fh, off, MPI_SEEK_SET);
+      if (rc != MPI_SUCCESS) return rc;
+      *what = "MPI_File_write";
+      return MPI_File_write(fh, buf, len, MPI_BYTE, &st);
   }
+}
+
+/* The shared file pointer component in use, where the MPI-IO reports one (pario's
+ * pario_sharedfp in get_info, known after the first shared-pointer call). */
+static void note_component(result *r, MPI_File fh) {
+  MPI_Info used;
+  char v[64];
+  int flag = 0;
+  if (MPI_File_get_info(fh, &used) != MPI_SUCCESS) return;
+  MPI_Info_get(used, "pario_sharedfp", sizeof v - 1, v, &flag);
+  MPI_Info_free(&used);
+  jo_str(&r->params, "sharedfp_component", flag ? v : NULL);
 }
 
 static double timed_run(result *r, const sf_opts *o, int mode, const char *path, unsigned char *buf) {
   MPI_File fh;
   MPI_Barrier(MPI_COMM_WORLD);
   double t0 = now();
+  MPI_Offset base = 0;
   int rc = file_open_hinted(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, NULL, NULL, &fh);
   for (long long i = 0; i < o->loops && !res_mpi(r, rc, "MPI_File_open"); i++) {
     size_t len = rec_len(o, (uint64_t)B.rank, (uint64_t)i);
     const char *what;
+    MPI_Offset off = mode == 5 ? layout_offset(o, i, &base) : 0;
     make_record(buf, len, (uint64_t)B.rank, (uint64_t)i);
-    rc = write_record(fh, mode, buf, (int)len, &what);
+    rc = write_record(fh, mode, buf, (int)len, off, &what);
     if (res_mpi(r, rc, what)) break;
   }
+  if (rc == MPI_SUCCESS && mode != 5) note_component(r, fh);
   file_close(r, &fh, "MPI_File_close");
   MPI_Barrier(MPI_COMM_WORLD);
   return max_all(now() - t0);
@@ -287,7 +323,7 @@ static void measure(const sf_opts *o, int mode, const char *path) {
   free(buf);
   if (res_ok_everywhere(&r) && B.verify) {
     if (B.inject) corrupt_byte(path, (MPI_Offset)(bytes / 2) + HDR + 5);
-    if (B.rank == 0) check_file(&r, o, path, mode == 2 || mode == 4);
+    if (B.rank == 0) check_file(&r, o, path, mode == 2 || mode == 4 || mode == 5);
   }
   res_agree(&r);
   if (r.status == ST_OK) {
@@ -317,7 +353,7 @@ int sharedfp_main(int argc, char **argv) {
   if ((double)o.loops * B.size > 1e9) return usage_error("sharedfp", "too many records");
   char path[4096];
   if (!o.file) o.file = test_path(path, sizeof path, "sharedfp.dat");
-  for (int m = 1; m <= 4; m++)
+  for (int m = 1; m <= 5; m++)
     if (o.modes & (1 << (m - 1))) measure(&o, m, o.file);
   return 0;
 }

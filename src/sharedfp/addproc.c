@@ -39,13 +39,12 @@ static void *serve(void *arg) {
     long long n = 0, old;
     MPI_Request r;
     MPI_Status st;
-    int done = 0;
-    PMPI_Irecv(&n, 1, MPI_LONG_LONG, MPI_ANY_SOURCE, MPI_ANY_TAG, s->comm, &r);
-    while (PMPI_Test(&r, &done, &st) == MPI_SUCCESS && !done) {
+    int done = 0, rc = PMPI_Irecv(&n, 1, MPI_LONG_LONG, MPI_ANY_SOURCE, MPI_ANY_TAG, s->comm, &r);
+    while (rc == MPI_SUCCESS && (rc = PMPI_Test(&r, &done, &st)) == MPI_SUCCESS && !done) {
       if (PMPI_Wtime() - last < 2e-3) sched_yield(); /* busy: answer the next one at once */
       else nanosleep(&(struct timespec){0, 100000}, NULL);
     }
-    if (st.MPI_TAG == TAG_STOP) return NULL;
+    if (rc != MPI_SUCCESS || st.MPI_TAG == TAG_STOP) return NULL;
     old = __atomic_fetch_add(&s->value, (int64_t)n, __ATOMIC_SEQ_CST);
     PMPI_Send(&old, 1, MPI_LONG_LONG, st.MPI_SOURCE, TAG_REP, s->comm);
     last = PMPI_Wtime();

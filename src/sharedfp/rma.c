@@ -44,6 +44,13 @@ static void *progress(void *arg) {
   return NULL;
 }
 
+static void stop_progress(rma_state *s) {
+  if (!s->progress) return;
+  __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+  pthread_join(s->tid, NULL);
+  s->progress = 0;
+}
+
 /* Create the window (collective); returns 1 if this rank got it. */
 static int make_window(pario_file *f, rma_state *s, int shared) {
   MPI_Info info;
@@ -55,7 +62,10 @@ static int make_window(pario_file *f, rma_state *s, int shared) {
   int rc = shared ? PMPI_Win_allocate_shared(size, sizeof(int64_t), info, f->comm, &mem, &s->win)
                   : PMPI_Win_allocate(size, sizeof(int64_t), info, f->comm, &mem, &s->win);
   PMPI_Info_free(&info);
-  if (rc != MPI_SUCCESS) return 0;
+  if (rc != MPI_SUCCESS) {
+    s->win = MPI_WIN_NULL;
+    return 0;
+  }
   PMPI_Win_lock_all(MPI_MODE_NOCHECK, s->win);
   if (f->rank == 0) {
     *mem = 0; /* window memory starts undefined; nobody reads it before set-up's Allreduce */
@@ -70,14 +80,12 @@ static int make_window(pario_file *f, rma_state *s, int shared) {
 }
 
 static int rma_setup(pario_file *f, void **state) {
-  rma_state *s = calloc(1, sizeof *s);
+  rma_state *s = calloc(1, sizeof *s), spare = {.win = MPI_WIN_NULL};
+  rma_state *w = s ? s : &spare; /* creation is collective: take part even without memory */
   const char *remote = getenv("PARIO_TEST_RMA_REMOTE");
   int shared = f->nodes == 1 && !(remote && *remote == '1'), ok, all = 0, lvl = 0;
   PMPI_Bcast(&shared, 1, MPI_INT, 0, f->comm);
-  MPI_Win win = MPI_WIN_NULL;
-  rma_state tmp = {.win = MPI_WIN_NULL};
-  ok = make_window(f, s ? s : &tmp, shared) && s;
-  win = s ? s->win : tmp.win;
+  ok = make_window(f, w, shared) && s;
   PMPI_Query_thread(&lvl);
   if (ok && !shared && f->rank == 0 && f->nprocs > 1 && lvl == MPI_THREAD_MULTIPLE) {
     s->comm = f->comm;
@@ -88,17 +96,13 @@ static int rma_setup(pario_file *f, void **state) {
     *state = s;
     return 0;
   }
-  if (s && s->progress) {
-    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
-    pthread_join(s->tid, NULL);
+  stop_progress(w);
+  if (w->win != MPI_WIN_NULL) { /* created everywhere it succeeded: freed the same way */
+    PMPI_Win_unlock_all(w->win);
+    PMPI_Win_free(&w->win);
   }
-  if (win != MPI_WIN_NULL) { /* created everywhere it succeeded: freed the same way */
-    PMPI_Win_unlock_all(win);
-    PMPI_Win_free(&win);
-  }
-  int e = s ? ENOTSUP : ENOMEM;
   free(s);
-  return e;
+  return w == &spare ? ENOMEM : ENOTSUP;
 }
 
 static int rma_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
@@ -117,10 +121,7 @@ static int rma_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
 
 static void rma_detach(void *state) { /* collective: every rank of the file closes */
   rma_state *s = state;
-  if (s->progress) {
-    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
-    pthread_join(s->tid, NULL);
-  }
+  stop_progress(s);
   PMPI_Win_unlock_all(s->win);
   PMPI_Win_free(&s->win);
   free(s);

@@ -26,11 +26,11 @@ enum { NCOMP = sizeof all / sizeof all[0] };
 static int named(const pario_file *f, const char *name) { return !strcmp(f->hints.sharedfp, name); }
 
 /* The component to set up inside MPI_File_open, or NULL (identical on all ranks). */
-static const pario_sharedfp_component *at_open(const pario_file *f) {
+static const pario_sharedfp_component *at_open(pario_file *f) {
   if (named(f, "rma")) return &pario_sharedfp_rma;
   if (named(f, "addproc")) return &pario_sharedfp_addproc;
   if (named(f, "auto") && f->nodes > 1 && (f->amode & MPI_MODE_SEQUENTIAL))
-    return pario_sharedfp_rma.query((pario_file *)f) >= 0 ? &pario_sharedfp_rma : &pario_sharedfp_addproc;
+    return pario_sharedfp_rma.query(f) >= 0 ? &pario_sharedfp_rma : &pario_sharedfp_addproc;
   return NULL;
 }
 

@@ -1,7 +1,9 @@
 /* Choosing a shared file pointer component per file. The pario_sharedfp hint forces one;
  * auto takes the highest priority that can run: sm (one node), rma, addproc, lockedfile;
  * individual only when named. Every rank sees the same hint, node count, amode and thread
- * level, so every rank makes the same choice without communicating.
+ * level, so every rank makes the same choice without communicating. (The hint must be the
+ * same on every rank; open does not check it. Carrying rank 0's value in open's broadcast
+ * would make that unnecessary.)
  *
  * When: sm, lockedfile and individual attach lazily on a rank's first shared-pointer call,
  * so a program that never uses shared pointers pays nothing. rma (a window) and addproc (a

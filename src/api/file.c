@@ -1,6 +1,7 @@
 /* File-level entry points: open, close, delete, size, preallocation, sync, info, group,
  * access mode and atomicity. Thin: check arguments, call the core, route errors. */
 #include "async/engine.h"
+#include "collective/collective.h"
 #include "sharedfp/sharedfp.h"
 
 PARIO_EXPORT int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) {
@@ -117,6 +118,7 @@ PARIO_EXPORT int PMPI_File_set_info(MPI_File fh, MPI_Info info) {
   if (rc != MPI_SUCCESS) return rc;
   pthread_mutex_lock(&f->lock);
   pario_hints_update(&f->hints, info);
+  pario_coll_hints_fix(f);
   pario_direct_io_apply(f);
   pthread_mutex_unlock(&f->lock);
   return MPI_SUCCESS;

@@ -1,6 +1,7 @@
 /* Nonblocking and split collective data access: the call checks its arguments, reserves its
  * part of the file (the individual pointer moves at the call, as the standard says) and hands
- * the transfer to the async engine. Collective forms obey the same ordering on every rank. */
+ * the transfer to the async engine. Collective forms run the two-phase exchange on the
+ * engine's thread, in the order they were started (the same on every rank). */
 #include "async/engine.h"
 
 static int nb_prepare(MPI_File fh, const char *op, int rw, int explicit_off, MPI_Offset offset,
@@ -24,15 +25,27 @@ static int nb_prepare(MPI_File fh, const char *op, int rw, int explicit_off, MPI
   return MPI_SUCCESS;
 }
 
-static int nb_start(MPI_File fh, const char *op, int rw, int explicit_off, MPI_Offset offset,
+/* A collective whose arguments were wrong on this rank still takes part (with nothing to
+ * access), so that the other ranks' collective completes; the caller gets the error. */
+static void coll_take_part(MPI_File fh, const char *op, int rw) {
+  if (!pario_registry_valid(fh)) return; /* no file: nothing to take part in */
+  pario_engine_submit_coll(pario_file_of(fh), op, rw, 0, NULL, 0, MPI_BYTE, NULL, NULL);
+}
+
+static int nb_start(MPI_File fh, const char *op, int rw, int coll, int explicit_off, MPI_Offset offset,
                     void *buf, MPI_Count count, MPI_Datatype type, MPI_Request *req) {
   pario_file *f;
   MPI_Offset pos;
-  if (!req) return pario_file_error(fh, pario_err(MPI_ERR_REQUEST, op, NULL, 0, "null request pointer"));
-  *req = MPI_REQUEST_NULL;
-  int rc = nb_prepare(fh, op, rw, explicit_off, offset, buf, count, type, &f, &pos);
-  if (rc != MPI_SUCCESS) return rc;
-  return pario_file_error(fh, pario_engine_submit(f, op, rw, pos, buf, count, type, req, NULL));
+  if (req) *req = MPI_REQUEST_NULL;
+  int rc = req ? nb_prepare(fh, op, rw, explicit_off, offset, buf, count, type, &f, &pos)
+               : pario_file_error(fh, pario_err(MPI_ERR_REQUEST, op, NULL, 0, "null request pointer"));
+  if (rc != MPI_SUCCESS) {
+    if (coll) coll_take_part(fh, op, rw);
+    return rc;
+  }
+  rc = coll ? pario_engine_submit_coll(f, op, rw, pos, buf, count, type, req, NULL)
+            : pario_engine_submit(f, op, rw, pos, buf, count, type, req, NULL);
+  return pario_file_error(fh, rc);
 }
 
 /* Split collectives: one per file at a time; begin starts it, end waits for it. */
@@ -41,12 +54,16 @@ static int split_begin(MPI_File fh, const char *op, int rw, int explicit_off, MP
   pario_file *f;
   MPI_Offset pos;
   int rc = nb_prepare(fh, op, rw, explicit_off, offset, buf, count, type, &f, &pos);
-  if (rc != MPI_SUCCESS) return rc;
-  if (f->split_job)
+  if (rc != MPI_SUCCESS) {
+    coll_take_part(fh, op, rw);
+    return rc;
+  }
+  if (f->split_job) { /* erroneous program: the active one is the collective that matches */
     return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0,
                                           "a split collective operation is already active on this file"));
+  }
   pario_job *j = NULL;
-  rc = pario_engine_submit(f, op, rw, pos, buf, count, type, NULL, &j);
+  rc = pario_engine_submit_coll(f, op, rw, pos, buf, count, type, NULL, &j);
   if (rc == MPI_SUCCESS) {
     f->split_job = j;
     f->split_rw = rw;
@@ -70,16 +87,16 @@ static int split_end(MPI_File fh, const char *op, int rw, MPI_Status *status) {
 }
 
 #define NOCONST
-#define DEF_I(name, rw, cq, ct)                                                                  \
+#define DEF_I(name, rw, coll, cq, ct)                                                                  \
   PARIO_EXPORT int P##name(MPI_File fh, cq void *buf, ct count, MPI_Datatype datatype,           \
                            MPI_Request *request) {                                               \
-    return nb_start(fh, #name, rw, 0, 0, (void *)buf, count, datatype, request);                 \
+    return nb_start(fh, #name, rw, coll, 0, 0, (void *)buf, count, datatype, request);                 \
   }                                                                                              \
   PARIO_WEAK_ALIAS(name)
-#define DEF_I_AT(name, rw, cq, ct)                                                               \
+#define DEF_I_AT(name, rw, coll, cq, ct)                                                               \
   PARIO_EXPORT int P##name(MPI_File fh, MPI_Offset offset, cq void *buf, ct count,               \
                            MPI_Datatype datatype, MPI_Request *request) {                        \
-    return nb_start(fh, #name, rw, 1, offset, (void *)buf, count, datatype, request);            \
+    return nb_start(fh, #name, rw, coll, 1, offset, (void *)buf, count, datatype, request);            \
   }                                                                                              \
   PARIO_WEAK_ALIAS(name)
 #define DEF_BEGIN(name, rw, cq, ct)                                                              \
@@ -100,14 +117,14 @@ static int split_end(MPI_File fh, const char *op, int rw, MPI_Status *status) {
   }                                                                                              \
   PARIO_WEAK_ALIAS(name)
 
-DEF_I(MPI_File_iread, PARIO_READ, NOCONST, int)
-DEF_I(MPI_File_iwrite, PARIO_WRITE, const, int)
-DEF_I(MPI_File_iread_all, PARIO_READ, NOCONST, int)
-DEF_I(MPI_File_iwrite_all, PARIO_WRITE, const, int)
-DEF_I_AT(MPI_File_iread_at, PARIO_READ, NOCONST, int)
-DEF_I_AT(MPI_File_iwrite_at, PARIO_WRITE, const, int)
-DEF_I_AT(MPI_File_iread_at_all, PARIO_READ, NOCONST, int)
-DEF_I_AT(MPI_File_iwrite_at_all, PARIO_WRITE, const, int)
+DEF_I(MPI_File_iread, PARIO_READ, 0, NOCONST, int)
+DEF_I(MPI_File_iwrite, PARIO_WRITE, 0, const, int)
+DEF_I(MPI_File_iread_all, PARIO_READ, 1, NOCONST, int)
+DEF_I(MPI_File_iwrite_all, PARIO_WRITE, 1, const, int)
+DEF_I_AT(MPI_File_iread_at, PARIO_READ, 0, NOCONST, int)
+DEF_I_AT(MPI_File_iwrite_at, PARIO_WRITE, 0, const, int)
+DEF_I_AT(MPI_File_iread_at_all, PARIO_READ, 1, NOCONST, int)
+DEF_I_AT(MPI_File_iwrite_at_all, PARIO_WRITE, 1, const, int)
 DEF_BEGIN(MPI_File_read_all_begin, PARIO_READ, NOCONST, int)
 DEF_BEGIN(MPI_File_write_all_begin, PARIO_WRITE, const, int)
 DEF_BEGIN_AT(MPI_File_read_at_all_begin, PARIO_READ, NOCONST, int)
@@ -118,14 +135,14 @@ DEF_END(MPI_File_read_at_all_end, PARIO_READ, NOCONST)
 DEF_END(MPI_File_write_at_all_end, PARIO_WRITE, const)
 
 #ifdef PARIO_HAVE_LARGE_COUNT
-DEF_I(MPI_File_iread_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_I(MPI_File_iwrite_c, PARIO_WRITE, const, MPI_Count)
-DEF_I(MPI_File_iread_all_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_I(MPI_File_iwrite_all_c, PARIO_WRITE, const, MPI_Count)
-DEF_I_AT(MPI_File_iread_at_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_I_AT(MPI_File_iwrite_at_c, PARIO_WRITE, const, MPI_Count)
-DEF_I_AT(MPI_File_iread_at_all_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_I_AT(MPI_File_iwrite_at_all_c, PARIO_WRITE, const, MPI_Count)
+DEF_I(MPI_File_iread_c, PARIO_READ, 0, NOCONST, MPI_Count)
+DEF_I(MPI_File_iwrite_c, PARIO_WRITE, 0, const, MPI_Count)
+DEF_I(MPI_File_iread_all_c, PARIO_READ, 1, NOCONST, MPI_Count)
+DEF_I(MPI_File_iwrite_all_c, PARIO_WRITE, 1, const, MPI_Count)
+DEF_I_AT(MPI_File_iread_at_c, PARIO_READ, 0, NOCONST, MPI_Count)
+DEF_I_AT(MPI_File_iwrite_at_c, PARIO_WRITE, 0, const, MPI_Count)
+DEF_I_AT(MPI_File_iread_at_all_c, PARIO_READ, 1, NOCONST, MPI_Count)
+DEF_I_AT(MPI_File_iwrite_at_all_c, PARIO_WRITE, 1, const, MPI_Count)
 DEF_BEGIN(MPI_File_read_all_begin_c, PARIO_READ, NOCONST, MPI_Count)
 DEF_BEGIN(MPI_File_write_all_begin_c, PARIO_WRITE, const, MPI_Count)
 DEF_BEGIN_AT(MPI_File_read_at_all_begin_c, PARIO_READ, NOCONST, MPI_Count)

@@ -1,9 +1,12 @@
 /* Blocking data access entry points: individual file pointer and explicit offset, independent
- * and collective, with their MPI-4 large-count twins. The collective calls are correct without
- * any communication today; the collective/ layer makes them fast. */
+ * and collective, with their MPI-4 large-count twins. Collective calls go to the collective/
+ * layer, which aggregates or lets each rank access independently. */
+#include "collective/collective.h"
 #include "core/file.h"
 
-static int rw_common(MPI_File fh, const char *op, int rw, int explicit_off, MPI_Offset offset,
+/* coll: a collective call, which every rank must join even with bad arguments (it then
+ * takes part with nothing to access) so that nobody waits for it. */
+static int rw_common(MPI_File fh, const char *op, int rw, int coll, int explicit_off, MPI_Offset offset,
                      void *buf, MPI_Count count, MPI_Datatype type, MPI_Status *status) {
   pario_file *f;
   const pario_typemap *tm;
@@ -12,51 +15,69 @@ static int rw_common(MPI_File fh, const char *op, int rw, int explicit_off, MPI_
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
   rc = pario_access_args(f, op, rw, explicit_off, offset, buf, count, type, &tm);
-  if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
-  if (explicit_off) {
-    rc = pario_access(f, op, rw, offset * f->view.esize, buf, count, type, &bytes);
-  } else {
+  pario_coll_ctx *c = NULL;
+  if (coll && !(c = pario_coll_ctx_get(f, 0)) && rc == MPI_SUCCESS)
+    rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
+  if (rc != MPI_SUCCESS) {
+    if (c) pario_coll_access(c, op, rw, 0, NULL, 0, MPI_BYTE, &bytes);
+    return pario_file_error(fh, rc);
+  }
+  MPI_Offset pos = offset * f->view.esize;
+  if (!explicit_off) {
     pthread_mutex_lock(&f->lock);
-    rc = pario_access(f, op, rw, f->fp_ind * f->view.esize, buf, count, type, &bytes);
-    f->fp_ind += bytes / f->view.esize;
+    pos = f->fp_ind * f->view.esize;
+    if (!c) { /* independent: the pointer stays locked for the access */
+      rc = pario_access(f, op, rw, pos, buf, count, type, &bytes);
+      f->fp_ind += bytes / f->view.esize;
+    }
     pthread_mutex_unlock(&f->lock);
+  }
+  if (c) {
+    rc = pario_coll_access(c, op, rw, pos, buf, count, type, &bytes);
+    if (!explicit_off) {
+      pthread_mutex_lock(&f->lock);
+      f->fp_ind = pos / f->view.esize + bytes / f->view.esize;
+      pthread_mutex_unlock(&f->lock);
+    }
+  } else if (explicit_off) {
+    rc = pario_access(f, op, rw, pos, buf, count, type, &bytes);
   }
   pario_status_set(status, bytes);
   return pario_file_error(fh, rc);
 }
 
-#define DEF_FP(name, rw, cq, ct)                                                            \
+#define DEF_FP(name, rw, coll, cq, ct)                                                            \
   PARIO_EXPORT int P##name(MPI_File fh, cq void *buf, ct count, MPI_Datatype datatype,       \
                            MPI_Status *status) {                                             \
-    return rw_common(fh, #name, rw, 0, 0, (void *)buf, count, datatype, status);             \
+    return rw_common(fh, #name, rw, coll, 0, 0, (void *)buf, count, datatype, status);             \
   }                                                                                          \
   PARIO_WEAK_ALIAS(name)
 
-#define DEF_AT(name, rw, cq, ct)                                                            \
+#define DEF_AT(name, rw, coll, cq, ct)                                                            \
   PARIO_EXPORT int P##name(MPI_File fh, MPI_Offset offset, cq void *buf, ct count,           \
                            MPI_Datatype datatype, MPI_Status *status) {                      \
-    return rw_common(fh, #name, rw, 1, offset, (void *)buf, count, datatype, status);        \
+    return rw_common(fh, #name, rw, coll, 1, offset, (void *)buf, count, datatype, status);        \
   }                                                                                          \
   PARIO_WEAK_ALIAS(name)
 
 #define NOCONST
 
-DEF_FP(MPI_File_read, PARIO_READ, NOCONST, int)
-DEF_FP(MPI_File_write, PARIO_WRITE, const, int)
-DEF_FP(MPI_File_read_all, PARIO_READ, NOCONST, int)
-DEF_FP(MPI_File_write_all, PARIO_WRITE, const, int)
-DEF_AT(MPI_File_read_at, PARIO_READ, NOCONST, int)
-DEF_AT(MPI_File_write_at, PARIO_WRITE, const, int)
-DEF_AT(MPI_File_read_at_all, PARIO_READ, NOCONST, int)
-DEF_AT(MPI_File_write_at_all, PARIO_WRITE, const, int)
+DEF_FP(MPI_File_read, PARIO_READ, 0, NOCONST, int)
+DEF_FP(MPI_File_write, PARIO_WRITE, 0, const, int)
+DEF_FP(MPI_File_read_all, PARIO_READ, 1, NOCONST, int)
+DEF_FP(MPI_File_write_all, PARIO_WRITE, 1, const, int)
+DEF_AT(MPI_File_read_at, PARIO_READ, 0, NOCONST, int)
+DEF_AT(MPI_File_write_at, PARIO_WRITE, 0, const, int)
+DEF_AT(MPI_File_read_at_all, PARIO_READ, 1, NOCONST, int)
+DEF_AT(MPI_File_write_at_all, PARIO_WRITE, 1, const, int)
 
 #ifdef PARIO_HAVE_LARGE_COUNT
-DEF_FP(MPI_File_read_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_FP(MPI_File_write_c, PARIO_WRITE, const, MPI_Count)
-DEF_FP(MPI_File_read_all_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_FP(MPI_File_write_all_c, PARIO_WRITE, const, MPI_Count)
-DEF_AT(MPI_File_read_at_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_AT(MPI_File_write_at_c, PARIO_WRITE, const, MPI_Count)
-DEF_AT(MPI_File_read_at_all_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_AT(MPI_File_write_at_all_c, PARIO_WRITE, const, MPI_Count)
+DEF_FP(MPI_File_read_c, PARIO_READ, 0, NOCONST, MPI_Count)
+DEF_FP(MPI_File_write_c, PARIO_WRITE, 0, const, MPI_Count)
+DEF_FP(MPI_File_read_all_c, PARIO_READ, 1, NOCONST, MPI_Count)
+DEF_FP(MPI_File_write_all_c, PARIO_WRITE, 1, const, MPI_Count)
+DEF_AT(MPI_File_read_at_c, PARIO_READ, 0, NOCONST, MPI_Count)
+DEF_AT(MPI_File_write_at_c, PARIO_WRITE, 0, const, MPI_Count)
+DEF_AT(MPI_File_read_at_all_c, PARIO_READ, 1, NOCONST, MPI_Count)
+DEF_AT(MPI_File_write_at_all_c, PARIO_WRITE, 1, const, MPI_Count)
 #endif

@@ -2,6 +2,7 @@
  * generalized request; the application thread never has to call into MPI for progress.
  * Without MPI_THREAD_MULTIPLE the job runs inside the call instead (correct, no overlap). */
 #include "async/engine.h"
+#include "collective/collective.h"
 
 #include <stdlib.h>
 
@@ -18,7 +19,10 @@ struct pario_job {
   int owned_type;
   int code;
   int done;        /* jobs without a request: set when finished, under q_lock */
+  int detached;    /* neither request nor handle: nobody waits, the engine frees it */
   MPI_Request req; /* MPI_REQUEST_NULL for jobs waited with pario_engine_wait */
+  pario_coll_ctx *coll; /* nonblocking collective: its context, and its place in the order */
+  unsigned ticket;
 };
 
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -64,20 +68,31 @@ static int cancel_fn(void *extra, int complete) {
 
 static void run(job *j) {
   MPI_Count bytes = 0;
-  int code = pario_access(j->f, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
+  int code;
+  if (j->coll) { /* collectives of one file run in the order they started, on every rank */
+    pthread_mutex_lock(&q_lock);
+    while (j->f->coll_turn != j->ticket) pthread_cond_wait(&drain_cond, &q_lock);
+    pthread_mutex_unlock(&q_lock);
+    code = pario_coll_access(j->coll, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
+  } else {
+    code = pario_access(j->f, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
+  }
   if (j->owned_type) { /* not in free_fn: MPI may not be called from a grequest callback */
     PMPI_Type_free(&j->type);
     j->owned_type = 0;
   }
   pthread_mutex_lock(&q_lock);
   MPI_Request req = j->req;
+  int detached = j->detached; /* a waiter may free j once the lock is released */
   j->bytes = bytes;
   j->code = code;
   --j->f->pending;
+  if (j->coll) j->f->coll_turn++;
   j->done = 1;
   pthread_cond_broadcast(&drain_cond);
   pthread_mutex_unlock(&q_lock);
   if (req != MPI_REQUEST_NULL) PMPI_Grequest_complete(req); /* j may be freed from here on */
+  else if (detached) job_free(j);
 }
 
 static void *worker(void *arg) {
@@ -114,8 +129,8 @@ static void ensure_workers(int want) {
   }
 }
 
-int pario_engine_submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
-                        MPI_Count count, MPI_Datatype type, MPI_Request *req, pario_job **handle) {
+static int submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf, MPI_Count count,
+                  MPI_Datatype type, MPI_Request *req, pario_job **handle, pario_coll_ctx *coll) {
   job *j = calloc(1, sizeof *j);
   if (!j) return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
   j->f = f;
@@ -134,11 +149,15 @@ int pario_engine_submit(pario_file *f, const char *op, int rw, MPI_Offset pos, v
       return pario_err(MPI_ERR_INTERN, op, f->filename, 0, "cannot start a generalized request");
     }
     *req = j->req;
-  } else {
+  } else if (handle) {
     *handle = j;
+  } else {
+    j->detached = 1;
   }
+  j->coll = coll;
   pthread_mutex_lock(&q_lock);
   f->pending++;
+  if (coll) j->ticket = f->coll_ticket++;
   if (!pario_engine_async()) {
     pthread_mutex_unlock(&q_lock);
     run(j); /* no MPI_THREAD_MULTIPLE: complete inside the call */
@@ -151,6 +170,18 @@ int pario_engine_submit(pario_file *f, const char *op, int rw, MPI_Offset pos, v
   pthread_cond_signal(&q_cond);
   pthread_mutex_unlock(&q_lock);
   return MPI_SUCCESS;
+}
+
+int pario_engine_submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
+                        MPI_Count count, MPI_Datatype type, MPI_Request *req, pario_job **handle) {
+  return submit(f, op, rw, pos, buf, count, type, req, handle, NULL);
+}
+
+int pario_engine_submit_coll(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
+                             MPI_Count count, MPI_Datatype type, MPI_Request *req, pario_job **handle) {
+  pario_coll_ctx *c = pario_coll_ctx_get(f, 1);
+  if (!c) return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
+  return submit(f, op, rw, pos, buf, count, type, req, handle, c);
 }
 
 int pario_engine_wait(pario_job *j, MPI_Count *bytes) {

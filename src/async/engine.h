@@ -15,6 +15,14 @@ typedef struct pario_job pario_job;
 int pario_engine_submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
                         MPI_Count count, MPI_Datatype type, MPI_Request *req, pario_job **handle);
 
+/* The same for a nonblocking collective: it runs pario_coll_access on the file's nonblocking
+ * context (which the caller has created, in the application's thread), and the engine runs
+ * the collectives of one file in the order they were started, as on every other rank. */
+/* With neither req nor handle, nobody waits for the job (a rank taking part in a collective
+ * whose arguments were wrong on this rank). */
+int pario_engine_submit_coll(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
+                             MPI_Count count, MPI_Datatype type, MPI_Request *req, pario_job **handle);
+
 /* Wait for a job started without a request; returns its error code, frees it. */
 int pario_engine_wait(pario_job *j, MPI_Count *bytes);
 

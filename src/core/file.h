@@ -37,6 +37,15 @@ typedef struct pario_file {
   int nodes;              /* nodes spanned by the communicator */
   int split_rw;
   pthread_mutex_t lock; /* file pointer and view, for threads sharing one handle */
+  /* Collective and sieving state (collective/): contexts for blocking and nonblocking
+   * collectives, whether byte-range locks work (0 unknown, 1 yes, -1 no), the order in which
+   * the engine runs nonblocking collectives, and a lock that keeps this process's other
+   * writes out of a read-modify-write (held exclusively by those, shared by plain writes). */
+  struct pario_coll_ctx *coll[2];
+  int locks_work;
+  int oflags;   /* open(2) access flags in use: O_RDWR for MPI_MODE_WRONLY where allowed */
+  unsigned coll_ticket, coll_turn;
+  pthread_rwlock_t rmw_lock;
 } pario_file;
 
 #define PARIO_FILE_MAGIC 0x706172696f66696cULL

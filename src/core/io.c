@@ -4,7 +4,9 @@
 #include "core/file.h"
 
 #include <stdint.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAXIOV 64
 
@@ -23,6 +25,8 @@ int pario_access_check(pario_file *f, const char *op, int rw, const void *buf, M
     return pario_err(MPI_ERR_COUNT, op, fn, 0, "count %lld overflows", (long long)count);
   if (count > 0 && t->size > 0 && buf == NULL && t->runs[0].off < 4096)
     return pario_err(MPI_ERR_BUFFER, op, fn, 0, "null buffer with count %lld", (long long)count);
+  if (count * t->size > 0 && f->view.ftm->size == 0)
+    return pario_err(MPI_ERR_ARG, op, fn, 0, "the view has no data (its filetype has size 0): only count 0 can be accessed");
   if ((count * t->size) % f->view.esize)
     return pario_err(MPI_ERR_TYPE, op, fn, 0, "data size %lld is not a multiple of the etype size %lld",
                      (long long)(count * t->size), (long long)f->view.esize);
@@ -103,7 +107,7 @@ static MPI_Offset sieve_end(pario_fcursor c, MPI_Offset left, MPI_Offset start, 
 
 /* Data sieving for reads: one read of at most ind_rd_buffer_size bytes covers many small
  * file segments, which are copied out of it; where segments are too sparse to share a
- * window, each is read directly. Only reads sieve, so no byte outside the view is written. */
+ * window, each is read directly. */
 static int sieve_read(pario_file *f, const char *op, pario_fcursor *fc, pario_mcursor *mc,
                       MPI_Offset n, MPI_Offset *done) {
   MPI_Offset cap = f->hints.ind_rd_buffer_size, wstart = 0, wlen = 0;
@@ -140,9 +144,66 @@ static int sieve_read(pario_file *f, const char *op, pario_fcursor *fc, pario_mc
   return rc;
 }
 
+/* Data sieving for writes: where several small segments share a window of at most
+ * ind_wr_buffer_size bytes, the window is read, the segments are copied in and the window is
+ * written back, under a byte-range write lock (other processes) and the file's rmw_lock held
+ * exclusively (this process's other threads), so bytes outside the view keep their values. */
+static int sieve_write(pario_file *f, const char *op, pario_fcursor *fc, pario_mcursor *mc,
+                       MPI_Offset n, MPI_Offset *done) {
+  MPI_Offset cap = f->hints.ind_wr_buffer_size;
+  char *win = malloc((size_t)cap);
+  if (!win) return walk(f, op, PARIO_WRITE, fc, mc, n, done);
+  int rc = MPI_SUCCESS, eof = 0;
+  while (rc == MPI_SUCCESS && *done < n) {
+    pario_fcursor ahead = *fc;
+    MPI_Offset off, seg = pario_fcursor_next(fc, n - *done, &off);
+    MPI_Offset end = sieve_end(ahead, n - *done, off, cap);
+    if (!end) { /* sparse or large: straight from memory */
+      rc = xfer_seg(f, op, PARIO_WRITE, mc, off, seg, done, &eof);
+      continue;
+    }
+    MPI_Offset wstart = off, wlen = end - off;
+    int locked = !f->atomic; /* atomic mode already holds a lock over the whole access */
+    if (locked) {
+      int e = f->drv->lock(f->dh, PARIO_LOCK_WRITE, wstart, wlen);
+      if (e) {
+        rc = pario_err(MPI_ERR_IO, op, f->filename, e, "byte-range lock for data sieving failed");
+        break;
+      }
+    }
+    size_t got = 0;
+    struct iovec v = {win, (size_t)wlen};
+    int e = f->drv->preadv(f->dh, &v, 1, (off_t)wstart, &got);
+    if (e) rc = xfer_error(f, op, PARIO_READ, e, wlen, wstart);
+    if (rc == MPI_SUCCESS) {
+      memset(win + got, 0, (size_t)(wlen - (MPI_Offset)got)); /* past end of file: a hole */
+      MPI_Offset used = 0;
+      for (;;) { /* the segments sieve_end counted: the last one ends at end */
+        pario_mcursor_pack(mc, win + (off - wstart), seg);
+        used += seg;
+        if (off + seg == end) break;
+        seg = pario_fcursor_next(fc, n - *done - used, &off);
+      }
+      e = f->drv->pwritev(f->dh, &v, 1, (off_t)wstart, &got);
+      if (e) rc = xfer_error(f, op, PARIO_WRITE, e, wlen, wstart);
+      else *done += used;
+    }
+    if (locked) f->drv->lock(f->dh, PARIO_UNLOCK, wstart, wlen);
+  }
+  free(win);
+  return rc;
+}
+
 static int sieving_read(const pario_file *f, MPI_Offset n) {
   return !f->view.contiguous && f->hints.romio_ds_read != PARIO_DISABLE &&
          f->hints.ind_rd_buffer_size > 0 && n > 0;
+}
+
+/* romio_ds_write is switched to disable at open where byte-range locks do not work. */
+static int sieving_write(const pario_file *f, MPI_Offset n) {
+  return !f->view.contiguous && f->hints.romio_ds_write != PARIO_DISABLE && f->locks_work > 0 &&
+         (f->oflags & O_ACCMODE) != O_WRONLY &&
+         f->hints.ind_wr_buffer_size > 0 && n > 0;
 }
 
 int pario_access(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
@@ -162,8 +223,16 @@ int pario_access(pario_file *f, const char *op, int rw, MPI_Offset pos, void *bu
   pario_mcursor mc;
   pario_fcursor_init(&fc, &f->view, pos);
   pario_mcursor_init(&mc, buf, tm);
-  int rc = rw == PARIO_READ && sieving_read(f, n) ? sieve_read(f, op, &fc, &mc, n, &done)
-                                                  : walk(f, op, rw, &fc, &mc, n, &done);
+  int rc;
+  if (rw == PARIO_READ) {
+    rc = sieving_read(f, n) ? sieve_read(f, op, &fc, &mc, n, &done) : walk(f, op, rw, &fc, &mc, n, &done);
+  } else {
+    int sieve = sieving_write(f, n);
+    if (sieve) pthread_rwlock_wrlock(&f->rmw_lock);
+    else pthread_rwlock_rdlock(&f->rmw_lock);
+    rc = sieve ? sieve_write(f, op, &fc, &mc, n, &done) : walk(f, op, rw, &fc, &mc, n, &done);
+    pthread_rwlock_unlock(&f->rmw_lock);
+  }
   if (f->atomic) f->drv->lock(f->dh, PARIO_UNLOCK, first, last - first);
   *bytes = done;
   return rc;

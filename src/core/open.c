@@ -2,9 +2,11 @@
  * cannot race) before the others open it, agreement on failure so every rank returns an
  * error together, and DELETE_ON_CLOSE after all ranks have closed. */
 #include "async/engine.h"
+#include "collective/collective.h"
 #include "sharedfp/sharedfp.h"
 #include "core/file.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,16 @@ static int access_flags(int amode) {
   return (amode & MPI_MODE_RDONLY) ? O_RDONLY : (amode & MPI_MODE_WRONLY) ? O_WRONLY : O_RDWR;
 }
 
+/* Open with the access flags of the amode, except that a write-only file is opened for
+ * reading too where permissions allow: data sieving and collective writes read before they
+ * write. pario itself refuses reads on MPI_MODE_WRONLY files. */
+static int drv_open(pario_file *f, int flags) {
+  int acc = access_flags(f->amode), e = EACCES;
+  if (acc == O_WRONLY) e = f->drv->open(f->path, (flags & ~O_ACCMODE) | O_RDWR, f->hints.file_perm, &f->dh);
+  f->oflags = e ? acc : O_RDWR;
+  return e ? f->drv->open(f->path, flags, f->hints.file_perm, &f->dh) : 0;
+}
+
 /* Open the file on every rank; rank 0 creates it first. Returns this rank's error code. */
 static int open_all(pario_file *f, const char *op) {
   int flags = access_flags(f->amode), e = 0, e0 = 0;
@@ -55,7 +67,7 @@ static int open_all(pario_file *f, const char *op) {
     int cflags = flags;
     if (f->amode & MPI_MODE_CREATE) cflags |= O_CREAT;
     if (f->amode & MPI_MODE_EXCL) cflags |= O_CREAT | O_EXCL;
-    e0 = f->drv->open(f->path, cflags, f->hints.file_perm, &f->dh);
+    e0 = drv_open(f, cflags);
     agreed[0] = (unsigned long long)e0;
     agreed[1] = ((unsigned long long)getpid() << 24) ^ (unsigned long long)time(NULL) << 1 ^ __atomic_add_fetch(&opens, 1, __ATOMIC_RELAXED);
   }
@@ -65,7 +77,7 @@ static int open_all(pario_file *f, const char *op) {
   f->uid = agreed[1];
   if (e0) /* rank 0's failure is everyone's: the same class and system error */
     return pario_err(pario_errno_class(e0), op, f->filename, e0, "cannot open");
-  if (f->rank != 0) e = f->drv->open(f->path, flags, f->hints.file_perm, &f->dh);
+  if (f->rank != 0) e = drv_open(f, flags);
   int code = e ? pario_err(pario_errno_class(e), op, f->filename, e, "cannot open") : MPI_SUCCESS;
   int worst = pario_agree(f->comm, code);
   if (worst != MPI_SUCCESS && code == MPI_SUCCESS) {
@@ -87,12 +99,12 @@ static void default_cb_nodes(pario_file *f) {
   leader = nrank == 0;
   PMPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, f->comm);
   f->nodes = nodes;
-  if (f->hints.cb_nodes <= 0 || f->hints.cb_nodes > f->nprocs) f->hints.cb_nodes = nodes;
+  pario_coll_hints_fix(f);
 }
 
 void pario_direct_io_apply(pario_file *f) {
   if (!f->hints.direct_io || !f->drv->set_direct) return;
-  int e = f->drv->set_direct(f->dh, f->path, access_flags(f->amode));
+  int e = f->drv->set_direct(f->dh, f->path, f->oflags);
   if (e) { /* no direct I/O here: stay buffered and say so through get_info */
     f->hints.direct_io = 0;
     pario_log(1, "%s: direct I/O unavailable (%d), using the page cache", f->filename, e);
@@ -105,6 +117,7 @@ static void file_free(pario_file *f) {
   if (f->ehcomm != MPI_COMM_NULL) PMPI_Comm_free(&f->ehcomm);
   if (f->comm != MPI_COMM_NULL) PMPI_Comm_free(&f->comm);
   pthread_mutex_destroy(&f->lock);
+  pthread_rwlock_destroy(&f->rmw_lock);
   f->magic = 0;
   free(f->filename);
   free(f);
@@ -114,6 +127,7 @@ static int setup(pario_file *f, MPI_Comm comm, const char *filename, int amode, 
   f->magic = PARIO_FILE_MAGIC;
   f->comm = f->ehcomm = MPI_COMM_NULL;
   pthread_mutex_init(&f->lock, NULL);
+  pthread_rwlock_init(&f->rmw_lock, NULL);
   pario_view_default(&f->view);
   f->filename = strdup(filename);
   if (!f->filename) return MPI_ERR_NO_MEM;
@@ -196,6 +210,7 @@ int pario_close(pario_file *f) {
   /* Everyone has closed before the file goes away. */
   PMPI_Barrier(f->comm);
   pario_sharedfp_close(f); /* after the barrier: nobody uses the pointer any more */
+  pario_coll_free(f);
   if ((f->amode & MPI_MODE_DELETE_ON_CLOSE) && f->rank == 0) {
     e = f->drv->unlink(f->path);
     if (e && code == MPI_SUCCESS)

@@ -1,5 +1,6 @@
 /* MPI_File_set_view behind the API: argument and filetype rules of the standard, agreement
  * among ranks on datarep and etype size, and ownership of the view's datatypes. */
+#include "collective/collective.h"
 #include "core/file.h"
 #include "sharedfp/sharedfp.h"
 
@@ -53,8 +54,8 @@ static int check_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Dataty
     return pario_err(MPI_ERR_TYPE, op, fn, 0, "invalid filetype");
   const pario_typemap *e = *etm, *t = *ftm;
   if (e->size <= 0) return pario_err(MPI_ERR_TYPE, op, fn, 0, "etype has size 0");
-  if (t->size <= 0 || t->extent <= 0)
-    return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype has no data or a non-positive extent");
+  if (t->size == 0) return MPI_SUCCESS; /* a view with no data (a darray piece left empty) */
+  if (t->extent <= 0) return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype has a non-positive extent");
   if (t->size % e->size)
     return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype (%lld bytes) is not made of etypes (%lld bytes)",
                      (long long)t->size, (long long)e->size);
@@ -110,6 +111,8 @@ int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype 
   snprintf(nv->datarep, sizeof nv->datarep, "%s", datarep);
   f->fp_ind = 0;
   pario_hints_update(&f->hints, info);
+  pario_coll_hints_fix(f);
+  pario_coll_view_changed(f);
   pthread_mutex_unlock(&f->lock);
   return MPI_SUCCESS;
 }

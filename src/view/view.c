@@ -52,6 +52,7 @@ MPI_Offset pario_fcursor_next(pario_fcursor *c, MPI_Offset max, MPI_Offset *off)
 }
 
 MPI_Offset pario_view_file_offset(const pario_view *v, MPI_Offset pos) {
+  if (v->ftm->size == 0) return v->disp; /* a view with no data */
   pario_fcursor c;
   MPI_Offset off;
   pario_fcursor_init(&c, v, pos);
@@ -62,28 +63,25 @@ MPI_Offset pario_view_file_offset(const pario_view *v, MPI_Offset pos) {
 MPI_Offset pario_view_data_before(const pario_view *v, MPI_Offset fileoff) {
   const pario_typemap *t = v->ftm;
   MPI_Offset rel = fileoff - v->disp;
+  if (t->size == 0) return 0;
   if (v->contiguous) {
     MPI_Offset d = rel - t->runs[0].off;
     return d > 0 ? d : 0;
   }
-  if (rel <= 0 && t->runs[0].off >= 0) return 0;
-  MPI_Offset tile = rel / t->extent;
-  if (tile < 0) tile = 0;
-  /* Runs of a tile may reach past its extent; step back while the previous tile still
-   * has data at or beyond fileoff. */
-  while (tile > 0 && (tile - 1) * t->extent + t->runs[t->nruns - 1].off + t->runs[t->nruns - 1].len > rel)
-    tile--;
-  MPI_Offset data = tile * t->size;
-  for (;; tile++) {
-    MPI_Offset base = tile * t->extent;
-    if (base + t->runs[0].off >= rel) return data;
-    for (size_t i = 0; i < t->nruns; i++) {
-      MPI_Offset s = base + t->runs[i].off, e = s + t->runs[i].len;
-      if (s >= rel) return data;
-      data += (e <= rel ? e : rel) - s;
-      if (e > rel) return data;
-    }
+  /* A legal filetype keeps the data of tile k inside [k*extent + off0, (k+1)*extent + off0)
+   * with runs in increasing order, so: the tile by division, the run by binary search. */
+  MPI_Offset x = rel - t->runs[0].off;
+  if (x <= 0) return 0;
+  MPI_Offset tile = x / t->extent, within = rel - tile * t->extent;
+  size_t lo = 0, hi = t->nruns; /* first run starting at or after within */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->runs[mid].off < within) lo = mid + 1; else hi = mid;
   }
+  MPI_Offset data = tile * t->size;
+  if (lo == 0) return data;
+  const pario_run *r = &t->runs[lo - 1];
+  return data + t->cum[lo - 1] + PARIO_MIN(r->len, within - r->off);
 }
 
 void pario_view_extent_of(const pario_view *v, MPI_Offset pos, MPI_Offset n, MPI_Offset *first,
@@ -103,8 +101,18 @@ void pario_view_extent_of(const pario_view *v, MPI_Offset pos, MPI_Offset n, MPI
 /* ---- memory side ---- */
 
 void pario_mcursor_init(pario_mcursor *c, void *buf, const pario_typemap *tm) {
+  pario_mcursor_init_at(c, buf, tm, 0);
+}
+
+void pario_mcursor_init_at(pario_mcursor *c, void *buf, const pario_typemap *tm, MPI_Offset pos) {
   c->buf = buf;
-  rinit(&c->r, tm, 0);
+  rinit(&c->r, tm, pos);
+}
+
+char *pario_mcursor_contig(void *buf, const pario_typemap *tm, MPI_Count count) {
+  if (tm->size == 0) return buf;
+  if (tm->dense || (tm->nruns == 1 && count <= 1)) return (char *)buf + tm->runs[0].off;
+  return NULL;
 }
 
 static MPI_Offset mnext(pario_mcursor *c, MPI_Offset max, char **p) {

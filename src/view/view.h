@@ -50,6 +50,11 @@ typedef struct pario_mcursor {
 } pario_mcursor;
 
 void pario_mcursor_init(pario_mcursor *c, void *buf, const pario_typemap *tm);
+/* The same, positioned pos bytes into the data stream. */
+void pario_mcursor_init_at(pario_mcursor *c, void *buf, const pario_typemap *tm, MPI_Offset pos);
+/* Where the data stream of (buf, count, tm) starts when it is one contiguous piece of
+ * memory (data position p is at the result + p), else NULL. */
+char *pario_mcursor_contig(void *buf, const pario_typemap *tm, MPI_Count count);
 /* Fill up to maxiov iovecs with the next n bytes (or fewer if iovecs run out); returns bytes. */
 MPI_Offset pario_mcursor_iov(pario_mcursor *c, MPI_Offset n, struct iovec *iov, int maxiov,
                              int *iovcnt);

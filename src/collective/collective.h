@@ -1,0 +1,32 @@
+/* Collective data access: two-phase aggregation (aggregators chosen by cb_nodes, file domains,
+ * rounds of cb_buffer_size) or, where aggregation does not pay, each rank's independent
+ * access. Blocking collectives run on one context, nonblocking ones (driven by the async
+ * engine) on another, each with a private duplicate communicator and its own cache of every
+ * rank's view, so the two never share a message or a collective call. */
+#ifndef PARIO_COLLECTIVE_H
+#define PARIO_COLLECTIVE_H
+
+#include "core/file.h"
+
+typedef struct pario_coll_ctx pario_coll_ctx;
+
+/* The context for blocking collective calls, or for nonblocking ones (nb = 1), created on
+ * first use; call from the application's thread only (creating one is collective over the
+ * file's communicator). NULL when out of memory. */
+pario_coll_ctx *pario_coll_ctx_get(pario_file *f, int nb);
+
+/* Collective access of count x type at data position pos (bytes of the view's data stream).
+ * A rank whose arguments were invalid still takes part, with count 0. *bytes receives the
+ * bytes moved (less than requested only for a read at end of file). */
+int pario_coll_access(pario_coll_ctx *c, const char *op, int rw, MPI_Offset pos, void *buf,
+                      MPI_Count count, MPI_Datatype type, MPI_Count *bytes);
+
+/* set_view: every rank's view must be exchanged again before the next aggregation. */
+void pario_coll_view_changed(pario_file *f);
+/* After open, set_info and set_view: make the hints say what is in effect (cb_nodes within
+ * the rank count, write sieving off where byte-range locks do not work). */
+void pario_coll_hints_fix(pario_file *f);
+/* At close (collective): free both contexts. */
+void pario_coll_free(pario_file *f);
+
+#endif

@@ -1,0 +1,281 @@
+/* Collective I/O and data sieving: every access is checked by reading the whole file back
+ * with stdio, on a file pre-filled with a pattern, so that bytes outside every view must keep
+ * the pattern. Sweeps cb_nodes (1..ranks), cb_buffer_size (tiny: many rounds) and
+ * romio_cb_write/read (enable, automatic), with ranks that access nothing, memory types with
+ * holes, uneven sizes and reads past end of file; checks the hints get_info reports; runs
+ * independent sieving writes from every rank and from two threads per rank at once; and
+ * checks that a rank with bad arguments gets its error while the others complete. */
+#include <pthread.h>
+
+#include "harness.h"
+
+static int rank, np;
+static char path[4096];
+
+static unsigned char pattern(long off) { return (unsigned char)(off * 131 + 7); }
+static unsigned char datum(int r, long i) { return (unsigned char)(r * 37 + i * 11 + 1); }
+
+/* The file, bytes 0..len-1, pre-filled with the pattern (rank 0, stdio), then everyone syncs. */
+static void prefill(long len) {
+  if (rank == 0) {
+    FILE *fp = fopen(path, "wb");
+    for (long i = 0; i < len; i++) fputc(pattern(i), fp);
+    fclose(fp);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static unsigned char *slurp(long *len) {
+  FILE *fp = fopen(path, "rb");
+  fseek(fp, 0, SEEK_END);
+  *len = ftell(fp);
+  rewind(fp);
+  unsigned char *b = malloc((size_t)*len + 1);
+  if (fread(b, 1, (size_t)*len, fp) != (size_t)*len) *len = -1;
+  fclose(fp);
+  return b;
+}
+
+/* Interleaved strided view: rank r owns blocks of BLK bytes at (k * np + r) * STRIDE, k =
+ * 0..nblk-1, after a displacement; the rest of each stride is nobody's. */
+enum { BLK = 5, STRIDE = 8, DISP = 3 };
+
+static MPI_Datatype filetype_for(int r) {
+  MPI_Datatype v, t;
+  MPI_Type_vector(1, BLK, 1, MPI_BYTE, &v);
+  MPI_Type_create_resized(v, 0, (MPI_Aint)np * STRIDE, &t);
+  MPI_Type_free(&v);
+  (void)r;
+  MPI_Type_commit(&t);
+  return t;
+}
+
+/* Where data byte i of rank r lands in the file. */
+static long file_off(int r, long i) { return DISP + ((i / BLK) * np + r) * STRIDE + i % BLK; }
+
+static void one_config(int cb_nodes, const char *cbsize, const char *cbmode, long nblk) {
+  long n = rank == np - 1 && np > 2 ? 0 : nblk * BLK - rank; /* uneven; the last rank of 3+ empty */
+  if (n < 0) n = 0;
+  long filelen = DISP + nblk * np * STRIDE + 11;
+  prefill(filelen);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  char v[32];
+  snprintf(v, sizeof v, "%d", cb_nodes);
+  MPI_Info_set(info, "cb_nodes", v);
+  if (cbsize) MPI_Info_set(info, "cb_buffer_size", cbsize);
+  MPI_Info_set(info, "romio_cb_write", cbmode);
+  MPI_Info_set(info, "romio_cb_read", cbmode);
+  MPI_File fh;
+  int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, info, &fh);
+  CHECK(rc == MPI_SUCCESS, "open: %s", err_text(rc));
+  MPI_Datatype ft = filetype_for(rank);
+  MPI_File_set_view(fh, DISP + rank * STRIDE, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+  /* odd ranks: memory with a hole after every byte */
+  int holey = rank % 2;
+  unsigned char *mem = malloc((size_t)(2 * n + 2));
+  MPI_Datatype mt = MPI_BYTE;
+  if (holey) {
+    MPI_Type_create_resized(MPI_BYTE, 0, 2, &mt);
+    MPI_Type_commit(&mt);
+  }
+  for (long i = 0; i < n; i++) mem[holey ? 2 * i : i] = datum(rank, i);
+  MPI_Status st;
+  rc = MPI_File_write_all(fh, mem, (int)n, mt, &st);
+  int cnt = -1;
+  MPI_Get_count(&st, mt, &cnt);
+  CHECK(rc == MPI_SUCCESS && cnt == n, "write_all cb_nodes=%d cb=%s %s: rc %s count %d of %ld", cb_nodes,
+        cbsize ? cbsize : "default", cbmode, err_text(rc), cnt, n);
+  MPI_File_sync(fh);
+  MPI_Barrier(MPI_COMM_WORLD);
+  /* the whole file, every rank's data or the pattern */
+  long len;
+  unsigned char *all = slurp(&len);
+  unsigned char *want = malloc((size_t)filelen);
+  for (long o = 0; o < filelen; o++) want[o] = pattern(o);
+  for (int r = 0; r < np; r++) {
+    long nr = r == np - 1 && np > 2 ? 0 : nblk * BLK - r;
+    for (long i = 0; i < nr; i++) want[file_off(r, i)] = datum(r, i);
+  }
+  long bad = -1;
+  for (long o = 0; o < filelen && bad < 0; o++)
+    if (o >= len || all[o] != want[o]) bad = o;
+  CHECK(len == filelen && bad < 0, "cb_nodes=%d cb=%s %s: file length %ld (want %ld), first wrong byte %ld",
+        cb_nodes, cbsize ? cbsize : "default", cbmode, len, filelen, bad);
+  /* read back collectively, asking for more than there is: the count stops at end of file */
+  memset(mem, 0xee, (size_t)(2 * n + 2));
+  MPI_File_seek(fh, 0, MPI_SEEK_SET);
+  long ask = n + (rank == 0 ? 3 * BLK : 0); /* rank 0 reads past the end */
+  unsigned char *back = malloc((size_t)(2 * ask + 2));
+  memset(back, 0xee, (size_t)(2 * ask + 2));
+  rc = MPI_File_read_all(fh, back, (int)ask, mt, &st);
+  MPI_Get_count(&st, mt, &cnt);
+  long avail = ask;
+  if (rank == 0) { /* data bytes of rank 0's view before end of file */
+    avail = 0;
+    while (avail < ask && file_off(0, avail) < filelen) avail++;
+  }
+  CHECK(rc == MPI_SUCCESS && cnt == avail, "read_all: rc %s count %d want %ld", err_text(rc), cnt, avail);
+  for (long i = 0; i < avail && i < n; i++)
+    if (back[holey ? 2 * i : i] != datum(rank, i)) {
+      CHECK(0, "read_all byte %ld: %d want %d", i, back[holey ? 2 * i : i], datum(rank, i));
+      break;
+    }
+  if (holey && ask > 0) CHECK(back[1] == 0xee, "read_all wrote a memory hole");
+  MPI_File_close(&fh);
+  MPI_Info_free(&info);
+  MPI_Type_free(&ft);
+  if (holey) MPI_Type_free(&mt);
+  free(mem);
+  free(back);
+  free(all);
+  free(want);
+}
+
+static void check_info(MPI_File fh, const char *key, const char *want) {
+  MPI_Info used;
+  char v[MPI_MAX_INFO_VAL + 1] = "";
+  int flag = 0;
+  MPI_File_get_info(fh, &used);
+  MPI_Info_get(used, key, MPI_MAX_INFO_VAL, v, &flag);
+  CHECK(flag && !strcmp(v, want), "get_info %s = '%s', want '%s'", key, flag ? v : "(none)", want);
+  MPI_Info_free(&used);
+}
+
+static void hints(void) {
+  MPI_Info info;
+  MPI_File fh;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "cb_nodes", "1000");
+  MPI_Info_set(info, "cb_buffer_size", "65536");
+  MPI_Info_set(info, "romio_cb_write", "enable");
+  MPI_Info_set(info, "romio_ds_write", "disable");
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR | MPI_MODE_CREATE, info, &fh);
+  char npv[16];
+  snprintf(npv, sizeof npv, "%d", np);
+  check_info(fh, "cb_nodes", npv); /* at most one aggregator per rank */
+  check_info(fh, "cb_buffer_size", "65536");
+  check_info(fh, "romio_cb_write", "enable");
+  check_info(fh, "romio_cb_read", "automatic");
+  check_info(fh, "romio_ds_write", "disable");
+  check_info(fh, "romio_ds_read", "automatic");
+  MPI_Info_set(info, "cb_nodes", "1");
+  MPI_Info_set(info, "romio_ds_write", "enable");
+  MPI_File_set_info(fh, info);
+  check_info(fh, "cb_nodes", "1");
+  check_info(fh, "romio_ds_write", "enable"); /* locks work on the test's file system */
+  MPI_Info_free(&info);
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "romio_cb_read", "disable");
+  MPI_Info_set(info, "cb_buffer_size", "1048576");
+  MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", info);
+  check_info(fh, "romio_cb_read", "disable");
+  check_info(fh, "cb_buffer_size", "1048576");
+  MPI_File_close(&fh);
+  MPI_Info_free(&info);
+}
+
+/* Independent writes through the interleaved view with a tiny sieving buffer: every rank at
+ * once, each in two threads sharing the handle (thread t writes the blocks 2j+t, two blocks
+ * a call, so every call sieves). */
+typedef struct { MPI_File fh; int t; long nblk; } tharg;
+
+static void *sieve_thread(void *p) {
+  tharg *a = p;
+  unsigned char buf[2 * BLK];
+  for (long j = a->t; j < a->nblk / 2; j += 2) {
+    for (int i = 0; i < 2 * BLK; i++) buf[i] = datum(rank, 2 * j * BLK + i);
+    int rc = MPI_File_write_at(a->fh, 2 * j * BLK, buf, 2 * BLK, MPI_BYTE, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      CHECK(0, "write_at in thread %d: %s", a->t, err_text(rc));
+      break;
+    }
+  }
+  return NULL;
+}
+
+static void sieving(int threads) {
+  long nblk = 400, filelen = DISP + nblk * np * STRIDE + 11;
+  prefill(filelen);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "ind_wr_buffer_size", "37");
+  MPI_Info_set(info, "romio_ds_write", "enable");
+  MPI_File fh;
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_WRONLY, info, &fh);
+  MPI_Datatype ft = filetype_for(rank);
+  MPI_File_set_view(fh, DISP + rank * STRIDE, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+  int provided;
+  MPI_Query_thread(&provided);
+  if (threads && provided == MPI_THREAD_MULTIPLE) {
+    pthread_t th[2];
+    tharg a[2] = {{fh, 0, nblk}, {fh, 1, nblk}};
+    for (int t = 0; t < 2; t++) pthread_create(&th[t], NULL, sieve_thread, &a[t]);
+    for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+  } else {
+    unsigned char *buf = malloc((size_t)(nblk * BLK));
+    for (long i = 0; i < nblk * BLK; i++) buf[i] = datum(rank, i);
+    int rc = MPI_File_write(fh, buf, (int)(nblk * BLK), MPI_BYTE, MPI_STATUS_IGNORE);
+    CHECK(rc == MPI_SUCCESS, "sieving write: %s", err_text(rc));
+    free(buf);
+  }
+  MPI_File_close(&fh);
+  MPI_Barrier(MPI_COMM_WORLD);
+  long len, bad = -1;
+  unsigned char *all = slurp(&len);
+  for (long o = 0; o < filelen && bad < 0; o++) {
+    long q = o - DISP, slot = q / STRIDE, in = q % STRIDE;
+    int r = (int)(slot % np);
+    long k = slot / np;
+    unsigned char w = q >= 0 && in < BLK && k < nblk ? datum(r, k * BLK + in) : pattern(o);
+    if (all[o] != w) bad = o;
+  }
+  CHECK(len == filelen && bad < 0, "sieving%s: length %ld want %ld, first wrong byte %ld",
+        threads ? " (threads)" : "", len, filelen, bad);
+  free(all);
+  MPI_Type_free(&ft);
+  MPI_Info_free(&info);
+  MPI_Barrier(MPI_COMM_WORLD); /* everyone has checked before the file is filled again */
+}
+
+/* A rank with a bad argument gets its error; the others' collective completes. */
+static void bad_rank(void) {
+  MPI_File fh;
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR | MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
+  MPI_File_set_errhandler(fh, MPI_ERRORS_RETURN);
+  char buf[64];
+  memset(buf, rank, sizeof buf);
+  int rc = MPI_File_write_at_all(fh, rank == 0 ? -1 : rank * 64, buf, 64, MPI_BYTE, MPI_STATUS_IGNORE);
+  if (rank == 0) CHECK_ERR(rc, MPI_ERR_ARG, "MPI_File_write_at_all", path);
+  else CHECK(rc == MPI_SUCCESS, "write_at_all beside a bad rank: %s", err_text(rc));
+  MPI_Request r;
+  rc = MPI_File_iwrite_at_all(fh, rank == 0 ? -1 : rank * 64, buf, 64, MPI_BYTE, &r);
+  if (rank == 0) CHECK_ERR(rc, MPI_ERR_ARG, "MPI_File_iwrite_at_all", path);
+  else {
+    CHECK(rc == MPI_SUCCESS, "iwrite_at_all beside a bad rank: %s", err_text(rc));
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
+  MPI_File_close(&fh);
+}
+
+int main(int argc, char **argv) {
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &np);
+  t_rank = rank;
+  test_path(path, sizeof path, "pario-collective");
+  hints();
+  const char *sizes[] = {"64", "1000", NULL};
+  for (int cbn = 1; cbn <= np; cbn++)
+    for (int s = 0; s < 3; s++) {
+      one_config(cbn, sizes[s], "enable", s == 0 ? 40 : 300); /* cb 64: many rounds */
+      one_config(cbn, sizes[s], "automatic", 7);
+    }
+  one_config(1, NULL, "disable", 300);
+  sieving(0);
+  sieving(1);
+  bad_rank();
+  if (rank == 0) remove(path);
+  return finish("collective");
+}

@@ -9,7 +9,8 @@
  * walking the sender's view, reading the window first only where the data leaves holes, then
  * writes it with one call. Reads run the other way. Ranks with nothing to access and no
  * domain leave after the allgather. The exchange is nonblocking point-to-point: each rank
- * talks only to the aggregators whose windows it touches (see README for the measurement). */
+ * talks only to the aggregators whose windows it touches, and ranks with nothing to do skip
+ * the rounds (an MPI_Alltoallv would need every rank in every round). */
 #include "collective/collective.h"
 
 #include <fcntl.h>
@@ -349,46 +350,6 @@ static int range_in(const pario_view *v, MPI_Offset pos, MPI_Offset n, MPI_Offse
   return *e > *s;
 }
 
-/* ---- the exchange ---- */
-
-/* With pario_cb_exchange=alltoallv each round's data moves in one MPI_Alltoallv (every rank
- * takes part in every round) instead of point-to-point messages: the pieces are recorded as
- * counts and displacements from a base, and the call happens once all are known. */
-typedef struct xchg {
-  int on, done;
-  int *scnt, *sdsp, *rcnt, *rdsp; /* 4 x nprocs */
-  char *sbase, *rbase;
-} xchg;
-
-static void xchg_reset(xchg *x, int np) {
-  x->done = 0;
-  x->sbase = x->rbase = NULL;
-  memset(x->scnt, 0, sizeof(int) * 4 * (size_t)np);
-}
-
-/* Record a piece: this rank sends (send = 1) or receives len bytes at ptr to or from peer. */
-static void xchg_add(xchg *x, int send, int peer, char *base, char *ptr, MPI_Offset len) {
-  if (send) {
-    x->sbase = base;
-    x->scnt[peer] = (int)len;
-    x->sdsp[peer] = (int)(ptr - base);
-  } else {
-    x->rbase = base;
-    x->rcnt[peer] = (int)len;
-    x->rdsp[peer] = (int)(ptr - base);
-  }
-}
-
-static void xchg_run(pario_coll_ctx *c, xchg *x) {
-  if (!x->on || x->done) return;
-  char dummy;
-  MPI_Request r;
-  PMPI_Ialltoallv(x->sbase ? x->sbase : &dummy, x->scnt, x->sdsp, MPI_BYTE, x->rbase ? x->rbase : &dummy,
-                  x->rcnt, x->rdsp, MPI_BYTE, c->comm, &r);
-  wait_all(1, &r);
-  x->done = 1;
-}
-
 /* ---- the aggregator's window ---- */
 
 typedef struct piece {
@@ -516,8 +477,7 @@ static void drain(pario_coll_ctx *c, int rw, const piece *pc, int npc) {
 
 /* Aggregator side of one round for window [lo, hi): the pieces of every rank in it. */
 static int aggregate_window(pario_coll_ctx *c, const char *op, int rw, const long long *info,
-                            MPI_Offset lo, MPI_Offset hi, char *selfptr, MPI_Request *reqs, int *nreq,
-                            xchg *x) {
+                            MPI_Offset lo, MPI_Offset hi, char *selfptr, MPI_Request *reqs, int *nreq) {
   pario_file *f = c->f;
   int np = f->nprocs, npc = 0, rc = MPI_SUCCESS;
   piece *pc = malloc(sizeof(piece) * (size_t)np);
@@ -534,10 +494,6 @@ static int aggregate_window(pario_coll_ctx *c, const char *op, int rw, const lon
   if (npc == 0) goto done;
   if (!grow(&c->stage, &c->stcap, staged)) {
     rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory for %zu staged bytes", staged);
-    if (x->on) {
-      pario_log(0, "%s: out of memory in a collective exchange; aborting", f->filename);
-      PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
-    }
     drain(c, rw, pc, npc);
     goto done;
   }
@@ -549,8 +505,7 @@ static int aggregate_window(pario_coll_ctx *c, const char *op, int rw, const lon
     }
     pc[i].ptr = c->stage + staged;
     staged += (size_t)(pc[i].e - pc[i].s);
-    if (x->on) xchg_add(x, rw == PARIO_READ, pc[i].peer, c->stage, pc[i].ptr, pc[i].e - pc[i].s);
-    else if (rw == PARIO_WRITE) /* post the receives before the intervals are worked out */
+    if (rw == PARIO_WRITE) /* post the receives before the intervals are worked out */
       PMPI_Irecv(pc[i].ptr, (int)(pc[i].e - pc[i].s), MPI_BYTE, pc[i].peer, TAG, c->comm, &reqs[(*nreq)++]);
   }
   MPI_Offset minoff = hi, maxend = lo;
@@ -570,7 +525,6 @@ static int aggregate_window(pario_coll_ctx *c, const char *op, int rw, const lon
     rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory for the collective buffer");
   for (int i = 0; cur && i < npc; i++) cur[i] = (cursor){pc[i].iv0, 0, pc[i].ptr};
   if (rw == PARIO_WRITE) {
-    xchg_run(c, x);
     wait_all(*nreq, reqs);
     *nreq = 0;
     pthread_rwlock_wrlock(&f->rmw_lock); /* no write of this process inside a read-modify-write */
@@ -599,8 +553,6 @@ static int aggregate_window(pario_coll_ctx *c, const char *op, int rw, const lon
   free(cur);
   if (rw == PARIO_WRITE) {
     pthread_rwlock_unlock(&f->rmw_lock);
-  } else if (x->on) {
-    xchg_run(c, x);
   } else {
     for (int i = 0; i < npc; i++)
       if (pc[i].peer != f->rank)
@@ -643,7 +595,7 @@ static int want_aggregation(const pario_coll_ctx *c, int rw, const long long *in
 /* This rank's side of one round: its pieces for every aggregator whose window it touches. */
 static int own_pieces(pario_coll_ctx *c, const plan *p, MPI_Offset k, int rw, MPI_Offset pos,
                       MPI_Offset n, void *buf, const pario_typemap *tm, MPI_Count count,
-                      piece *pc, int *npc, char **selfptr, MPI_Request *reqs, int *nreq, xchg *x) {
+                      piece *pc, int *npc, char **selfptr, MPI_Request *reqs, int *nreq) {
   pario_file *f = c->f;
   char *contig = pario_mcursor_contig(buf, tm, count);
   size_t need = 0;
@@ -673,7 +625,6 @@ static int own_pieces(pario_coll_ctx *c, const plan *p, MPI_Offset k, int rw, MP
       }
     }
     if (q->peer == f->rank) *selfptr = q->ptr;
-    else if (x->on) xchg_add(x, rw == PARIO_WRITE, q->peer, contig ? contig : c->mine, q->ptr, len);
     else if (rw == PARIO_WRITE) PMPI_Isend(q->ptr, (int)len, MPI_BYTE, q->peer, TAG, c->comm, &reqs[(*nreq)++]);
     else PMPI_Irecv(q->ptr, (int)len, MPI_BYTE, q->peer, TAG, c->comm, &reqs[(*nreq)++]);
   }
@@ -697,25 +648,18 @@ static int two_phase(pario_coll_ctx *c, const char *op, int rw, const long long 
     if (c->aggr[i] == f->rank) me_aggr = i;
   piece *pc = malloc(sizeof(piece) * (size_t)c->naggr);
   MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)(c->naggr + np));
-  /* alltoallv counts are ints: only when every rank's data and every round fit */
-  xchg x = {.on = f->hints.cb_alltoallv && p.cb * np < INT32_MAX};
-  for (int r = 0; r < np && x.on; r++) x.on = info[NINFO * r + 1] < INT32_MAX;
-  if (x.on) x.scnt = malloc(sizeof(int) * 4 * (size_t)np);
-  if (!pc || !reqs || (x.on && !x.scnt)) {
-    free(x.scnt);
+  if (!pc || !reqs) {
     free(pc);
     free(reqs);
     return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
   }
   int contig = n == 0 || pario_mcursor_contig(buf, tm, count) != NULL;
-  if (x.on) x.sdsp = x.scnt + np, x.rcnt = x.sdsp + np, x.rdsp = x.rcnt + np;
-  /* A rank with no data and no domain has nothing to do in any round (point-to-point). */
-  MPI_Offset rounds = n > 0 || me_aggr >= 0 || x.on ? p.rounds : 0;
+  /* A rank with no data and no domain has nothing to do in any round. */
+  MPI_Offset rounds = n > 0 || me_aggr >= 0 ? p.rounds : 0;
   for (MPI_Offset k = 0; k < rounds; k++) {
     int npc = 0, nreq = 0;
     char *selfptr = NULL;
-    if (x.on) xchg_reset(&x, np);
-    if (!own_pieces(c, &p, k, rw, pos, n, buf, tm, count, pc, &npc, &selfptr, reqs, &nreq, &x)) {
+    if (!own_pieces(c, &p, k, rw, pos, n, buf, tm, count, pc, &npc, &selfptr, reqs, &nreq)) {
       /* cannot stage our data: still take part, with the error, so nobody waits forever */
       if (rc == MPI_SUCCESS) rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
       npc = 0;
@@ -724,11 +668,10 @@ static int two_phase(pario_coll_ctx *c, const char *op, int rw, const long long 
       MPI_Offset lo, hi;
       window(&p, me_aggr, k, &lo, &hi);
       if (lo < hi) {
-        int e = aggregate_window(c, op, rw, info, lo, hi, selfptr, reqs, &nreq, &x);
+        int e = aggregate_window(c, op, rw, info, lo, hi, selfptr, reqs, &nreq);
         if (rc == MPI_SUCCESS) rc = e;
       }
     }
-    xchg_run(c, &x); /* every rank, once a round (a no-op when done or off) */
     wait_all(nreq, reqs);
     if (rw == PARIO_READ && !contig)
       for (int i = 0; i < npc; i++) {
@@ -740,7 +683,6 @@ static int two_phase(pario_coll_ctx *c, const char *op, int rw, const long long 
   free(pc);
   free(reqs);
   free(p.bound);
-  free(x.scnt);
   return rc;
 }
 

@@ -53,10 +53,6 @@ static void apply(pario_hints *h, const char *k, const char *v) {
   }
   else if (!strcmp(k, "pario_direct_io")) { int t; if (parse_tristate(v, &t)) h->direct_io = t == PARIO_ENABLE; }
   else if (!strcmp(k, "pario_io_threads")) { if (parse_size(v, &x) && x >= 1 && x <= 64) h->io_threads = (int)x; }
-  else if (!strcmp(k, "pario_cb_exchange")) {
-    if (!strcmp(v, "p2p")) h->cb_alltoallv = 0;
-    /* "alltoallv" (one MPI_Alltoallv per round) stays off: it timed out in testing under load */
-  }
   else if (!strcmp(k, "pario_sharedfp")) {
     static const char *ok[] = {"auto", "sm", "rma", "addproc", "lockedfile", "individual", NULL};
     for (int i = 0; ok[i]; i++)
@@ -136,6 +132,5 @@ int pario_hints_to_info(const pario_hints *h, MPI_Info *info) {
   PMPI_Info_set(*info, "pario_direct_io", h->direct_io ? "true" : "false");
   set_ll(*info, "pario_io_threads", h->io_threads);
   PMPI_Info_set(*info, "pario_sharedfp", h->sharedfp);
-  PMPI_Info_set(*info, "pario_cb_exchange", h->cb_alltoallv ? "alltoallv" : "p2p");
   return MPI_SUCCESS;
 }

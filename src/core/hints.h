@@ -19,7 +19,6 @@ typedef struct pario_hints {
   int direct_io;           /* pario_direct_io */
   int io_threads;          /* pario_io_threads */
   char sharedfp[16];       /* pario_sharedfp */
-  int cb_alltoallv;        /* pario_cb_exchange: 0 point-to-point (default), 1 MPI_Alltoallv */
 } pario_hints;
 
 /* Defaults, then the PARIO_HINTS file, then info (may be MPI_INFO_NULL). */

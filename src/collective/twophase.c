@@ -85,6 +85,14 @@ static void ctx_views_free(pario_coll_ctx *c) {
 static int ctx_nodes(pario_coll_ctx *c) {
   int np = c->f->nprocs, me = c->f->rank, leader = me;
   MPI_Comm node;
+  if (c->f->nodes == 1) { /* one host (open found out): no collectives needed */
+    c->node_of = calloc((size_t)np, sizeof(int));
+    c->rank_in_node = malloc(sizeof(int) * (size_t)np);
+    if (!c->node_of || !c->rank_in_node) return 0;
+    for (int r = 0; r < np; r++) c->rank_in_node[r] = r;
+    c->nnodes = 1;
+    return 1;
+  }
   if (PMPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
     PMPI_Allreduce(&me, &leader, 1, MPI_INT, MPI_MIN, node);
     PMPI_Comm_free(&node);

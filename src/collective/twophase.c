@@ -186,43 +186,116 @@ static int grow(void *pp, size_t *cap, size_t need) {
 
 /* ---- every rank's view ---- */
 
+/* A view's runs travel compressed: strided groups {count, off, len, stride} (a vector or
+ * subarray filetype becomes a few groups), or plainly {off, len} where that is shorter. The
+ * encoding is the words after a leading 0 (plain) or 1 (grouped). */
+static size_t runs_groups(const pario_typemap *t) {
+  size_t g = 0;
+  for (size_t i = 0; i < t->nruns; g++) {
+    size_t j = i + 1;
+    if (j < t->nruns && t->runs[j].len == t->runs[i].len) {
+      MPI_Offset stride = t->runs[j].off - t->runs[i].off;
+      while (j + 1 < t->nruns && t->runs[j + 1].len == t->runs[i].len &&
+             t->runs[j + 1].off - t->runs[j].off == stride)
+        j++;
+      j++;
+    }
+    i = j;
+  }
+  return g;
+}
+
+static void runs_encode(const pario_typemap *t, size_t groups, long long *w) {
+  int grouped = 4 * groups < 2 * t->nruns;
+  *w++ = grouped;
+  for (size_t i = 0; i < t->nruns && !grouped; i++) {
+    *w++ = t->runs[i].off;
+    *w++ = t->runs[i].len;
+  }
+  for (size_t i = 0; i < t->nruns && grouped;) {
+    size_t j = i + 1;
+    MPI_Offset stride = 0;
+    if (j < t->nruns && t->runs[j].len == t->runs[i].len) {
+      stride = t->runs[j].off - t->runs[i].off;
+      while (j + 1 < t->nruns && t->runs[j + 1].len == t->runs[i].len &&
+             t->runs[j + 1].off - t->runs[j].off == stride)
+        j++;
+      j++;
+    }
+    *w++ = (long long)(j - i);
+    *w++ = t->runs[i].off;
+    *w++ = t->runs[i].len;
+    *w++ = stride;
+    i = j;
+  }
+}
+
+static size_t runs_words(const pario_typemap *t, size_t groups) {
+  return 1 + PARIO_MIN(4 * groups, 2 * t->nruns);
+}
+
+/* Decodes n words into m->runs (m->nruns runs); 0 if the words do not make that many. */
+static int runs_decode(const long long *w, long long n, pario_typemap *m) {
+  size_t k = 0;
+  if (n < 1) return 0;
+  long long step = w[0] ? 4 : 2;
+  for (long long i = 1; i + step <= n; i += step) {
+    long long cnt = w[0] ? w[i] : 1;
+    const long long *g = w[0] ? w + i + 1 : w + i;
+    for (long long j = 0; j < cnt; j++) {
+      if (k >= m->nruns) return 0;
+      m->runs[k].off = g[0] + j * (w[0] ? g[2] : 0);
+      m->runs[k++].len = g[1];
+    }
+  }
+  return k == m->nruns;
+}
+
+/* Every rank learns every rank's view: a header each (allgather), then the encoded runs
+ * (allgatherv), with polite waits. A failure on any rank is every rank's. */
 static int exchange_views(pario_coll_ctx *c) {
+  enum { NH = 8 };
   pario_file *f = c->f;
   int np = f->nprocs, rc = MPI_SUCCESS;
   const pario_view *v = &f->view;
   const pario_typemap *t = v->ftm;
-  long long hdr[7] = {v->disp, v->esize, v->contiguous, (long long)t->nruns, t->lb, t->extent, t->size};
-  long long *hdrs = malloc(sizeof(long long) * 7 * (size_t)np);
+  size_t groups = runs_groups(t), words = runs_words(t, groups);
+  long long *hdrs = malloc(sizeof(long long) * NH * (size_t)np);
   int *cnt = malloc(sizeof(int) * (size_t)np), *dsp = malloc(sizeof(int) * (size_t)np);
-  long long *all = NULL, *mine = malloc(sizeof(long long) * 2 * (t->nruns ? t->nruns : 1));
-  int ok = hdrs && cnt && dsp && mine && 2 * t->nruns < (size_t)INT32_MAX / 2;
-  if (ok)
-    for (size_t i = 0; i < t->nruns; i++) {
-      mine[2 * i] = t->runs[i].off;
-      mine[2 * i + 1] = t->runs[i].len;
-    }
-  /* everyone learns whether everyone can go on, then the headers, then the runs */
-  int bad = !ok, anybad = 0;
-  PMPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, c->comm);
-  if (anybad) {
-    rc = MPI_ERR_NO_MEM;
-    goto out;
+  long long *all = NULL, *mine = malloc(sizeof(long long) * words);
+  int ok = hdrs && cnt && dsp && mine && words < (size_t)INT32_MAX / 2;
+  if (ok) runs_encode(t, groups, mine);
+  long long hdr[NH] = {v->disp, v->esize, v->contiguous, (long long)t->nruns, t->lb, t->extent, t->size,
+                       ok ? (long long)words : -1};
+  MPI_Request rq;
+  if (!hdrs) { /* 64 bytes a rank: the others would wait forever */
+    pario_log(0, "%s: out of memory exchanging the views; aborting", f->filename);
+    PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
   }
-  PMPI_Allgather(hdr, 7, MPI_LONG_LONG, hdrs, 7, MPI_LONG_LONG, c->comm);
+  /* everyone learns whether everyone can go on, then the encoded runs */
+  PMPI_Iallgather(hdr, NH, MPI_LONG_LONG, hdrs, NH, MPI_LONG_LONG, c->comm, &rq);
+  wait_all(1, &rq);
   long long total = 0;
-  for (int r = 0; r < np; r++) {
-    cnt[r] = (int)(2 * hdrs[7 * r + 3]);
-    dsp[r] = (int)total;
+  int bad = !ok;
+  for (int r = 0; r < np && ok; r++) {
+    bad |= hdrs[NH * r + 7] < 0;
+    cnt[r] = (int)(hdrs[NH * r + 7] < 0 ? 0 : hdrs[NH * r + 7]);
+    dsp[r] = (int)PARIO_MIN(total, INT32_MAX);
     total += cnt[r];
   }
-  all = total < INT32_MAX ? malloc(sizeof(long long) * (size_t)(total ? total : 1)) : NULL;
-  bad = !all;
-  PMPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, c->comm);
+  if (!bad) {
+    all = total < INT32_MAX ? malloc(sizeof(long long) * (size_t)(total ? total : 1)) : NULL;
+    bad = !all;
+  }
+  int anybad = 0;
+  PMPI_Iallreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, c->comm, &rq);
+  wait_all(1, &rq);
   if (anybad) {
     rc = MPI_ERR_NO_MEM;
     goto out;
   }
-  PMPI_Allgatherv(mine, cnt[f->rank], MPI_LONG_LONG, all, cnt, dsp, MPI_LONG_LONG, c->comm);
+  PMPI_Iallgatherv(mine, cnt[f->rank], MPI_LONG_LONG, all, cnt, dsp, MPI_LONG_LONG, c->comm, &rq);
+  wait_all(1, &rq);
   ctx_views_free(c);
   c->views = calloc((size_t)np, sizeof *c->views);
   c->maps = calloc((size_t)np, sizeof *c->maps);
@@ -232,7 +305,7 @@ static int exchange_views(pario_coll_ctx *c) {
   }
   for (int r = 0; r < np; r++) {
     if (r == f->rank) continue;
-    const long long *h = hdrs + 7 * r;
+    const long long *h = hdrs + NH * r;
     pario_typemap *m = &c->maps[r];
     m->nruns = (size_t)h[3];
     m->runs = malloc(sizeof(pario_run) * (m->nruns ? m->nruns : 1));
@@ -241,12 +314,12 @@ static int exchange_views(pario_coll_ctx *c) {
       rc = MPI_ERR_NO_MEM;
       goto out;
     }
-    m->cum[0] = 0;
-    for (size_t i = 0; i < m->nruns; i++) {
-      m->runs[i].off = all[dsp[r] + 2 * i];
-      m->runs[i].len = all[dsp[r] + 2 * i + 1];
-      m->cum[i + 1] = m->cum[i] + m->runs[i].len;
+    if (!runs_decode(all + dsp[r], cnt[r], m)) {
+      rc = MPI_ERR_INTERN;
+      goto out;
     }
+    m->cum[0] = 0;
+    for (size_t i = 0; i < m->nruns; i++) m->cum[i + 1] = m->cum[i] + m->runs[i].len;
     m->lb = h[4];
     m->extent = h[5];
     m->size = h[6];
@@ -732,11 +805,14 @@ int pario_coll_access(pario_coll_ctx *c, const char *op, int rw, MPI_Offset pos,
     *bytes = b;
     return rc;
   }
+  /* Views and aggregators are the same on every rank; a failure there is everyone's. Once
+   * both are known (every rank keeps them from the same agreed call), nothing can fail. */
+  int fresh = !c->views_ok || c->aggr_for != f->hints.cb_nodes, worst = MPI_SUCCESS;
   if (!c->views_ok) rc = exchange_views(c);
-  if (rc != MPI_SUCCESS) rc = pario_err(rc, op, f->filename, 0, "out of memory exchanging the views");
+  if (rc != MPI_SUCCESS) rc = pario_err(rc, op, f->filename, 0, "cannot exchange the views (%s)", rc == MPI_ERR_NO_MEM ? "out of memory" : "bad data");
   else if (!aggregators(c)) rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
-  /* views and aggregators are the same on every rank; a failure there is everyone's */
-  int worst = agree(c->comm, rc);
+  if (fresh) worst = agree(c->comm, rc);
+  if (worst != MPI_SUCCESS) c->views_ok = 0, c->aggr_for = 0; /* all start afresh next time */
   if (worst == MPI_SUCCESS) {
     rc = two_phase(c, op, rw, info, pos, n, buf, tm, count);
     worst = agree(c->comm, rc);

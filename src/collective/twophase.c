@@ -14,6 +14,7 @@
 #include "collective/collective.h"
 
 #include <fcntl.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,7 +22,9 @@
 /* GCC takes MPICH's MPI_STATUSES_IGNORE (a constant address) for a zero-size array. */
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 
-enum { TAG = 7, NINFO = 6 }; /* info: pos, n, first, last, smallest piece, can read */
+/* info: pos, n, first, last, smallest piece, can read. Read data from an aggregator that
+ * failed carries the tag TAG_ERR + error class, so no agreement is needed after a read. */
+enum { TAG = 7, TAG_ERR = 1000, NINFO = 6 };
 
 struct pario_coll_ctx {
   pario_file *f;
@@ -44,11 +47,11 @@ struct pario_coll_ctx {
 /* Wait for requests without spinning: ranks waiting for an aggregator would otherwise take
  * the CPU it needs whenever ranks outnumber cores (MPI libraries busy-poll in MPI_Wait). A
  * short spin keeps latency low; after it the wait sleeps between polls, up to 200 us. */
-static void wait_all(int n, MPI_Request *reqs) {
+static void wait_all(int n, MPI_Request *reqs, MPI_Status *st) {
   int done = 0;
   long nap = 0;
   for (int spin = 0; n > 0; spin++) {
-    PMPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+    PMPI_Testall(n, reqs, &done, st);
     if (done) return;
     if (spin < 64) continue;
     nap = nap ? PARIO_MIN(nap * 2, 200000) : 2000;
@@ -62,7 +65,7 @@ static int agree(MPI_Comm comm, int code) {
   int mine = code == MPI_SUCCESS ? 0 : pario_err_class(code), worst = mine;
   MPI_Request r;
   if (PMPI_Iallreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm, &r) != MPI_SUCCESS) return MPI_ERR_OTHER;
-  wait_all(1, &r);
+  wait_all(1, &r, MPI_STATUSES_IGNORE);
   return worst;
 }
 
@@ -274,7 +277,7 @@ static int exchange_views(pario_coll_ctx *c) {
   }
   /* everyone learns whether everyone can go on, then the encoded runs */
   PMPI_Iallgather(hdr, NH, MPI_LONG_LONG, hdrs, NH, MPI_LONG_LONG, c->comm, &rq);
-  wait_all(1, &rq);
+  wait_all(1, &rq, MPI_STATUSES_IGNORE);
   long long total = 0;
   int bad = !ok;
   for (int r = 0; r < np && ok; r++) {
@@ -289,13 +292,13 @@ static int exchange_views(pario_coll_ctx *c) {
   }
   int anybad = 0;
   PMPI_Iallreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, c->comm, &rq);
-  wait_all(1, &rq);
+  wait_all(1, &rq, MPI_STATUSES_IGNORE);
   if (anybad) {
     rc = MPI_ERR_NO_MEM;
     goto out;
   }
   PMPI_Iallgatherv(mine, cnt[f->rank], MPI_LONG_LONG, all, cnt, dsp, MPI_LONG_LONG, c->comm, &rq);
-  wait_all(1, &rq);
+  wait_all(1, &rq, MPI_STATUSES_IGNORE);
   ctx_views_free(c);
   c->views = calloc((size_t)np, sizeof *c->views);
   c->maps = calloc((size_t)np, sizeof *c->maps);
@@ -535,13 +538,15 @@ static int io_error(pario_file *f, const char *op, int rw, int e, MPI_Offset len
 static int xfer(pario_file *f, int rw, void *p, MPI_Offset len, MPI_Offset off, size_t *got) {
   struct iovec v = {p, (size_t)len};
   *got = 0;
+  const char *fail = getenv("PARIO_TEST_COLL_EIO"); /* tests: this rank's aggregation fails */
+  if (fail && atoi(fail) == f->rank) return EIO;
   return rw == PARIO_WRITE ? f->drv->pwritev(f->dh, &v, 1, (off_t)off, got)
                            : f->drv->preadv(f->dh, &v, 1, (off_t)off, got);
 }
 
 /* Out of memory for the staging area: still match every message of the round, one at a time
  * (the data is lost, the call fails everywhere through the final agreement). */
-static void drain(pario_coll_ctx *c, int rw, const piece *pc, int npc) {
+static void drain(pario_coll_ctx *c, int rw, const piece *pc, int npc, int err) {
   for (int i = 0; i < npc; i++) {
     if (pc[i].peer == c->f->rank) continue;
     int len = (int)(pc[i].e - pc[i].s);
@@ -551,7 +556,7 @@ static void drain(pario_coll_ctx *c, int rw, const piece *pc, int npc) {
       PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
     }
     if (rw == PARIO_WRITE) PMPI_Recv(tmp, len, MPI_BYTE, pc[i].peer, TAG, c->comm, MPI_STATUS_IGNORE);
-    else PMPI_Send(tmp, len, MPI_BYTE, pc[i].peer, TAG, c->comm);
+    else PMPI_Send(tmp, len, MPI_BYTE, pc[i].peer, TAG_ERR + err, c->comm);
     free(tmp);
   }
 }
@@ -575,7 +580,7 @@ static int aggregate_window(pario_coll_ctx *c, const char *op, int rw, const lon
   if (npc == 0) goto done;
   if (!grow(&c->stage, &c->stcap, staged)) {
     rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory for %zu staged bytes", staged);
-    drain(c, rw, pc, npc);
+    drain(c, rw, pc, npc, MPI_ERR_NO_MEM);
     goto done;
   }
   staged = 0;
@@ -606,7 +611,7 @@ static int aggregate_window(pario_coll_ctx *c, const char *op, int rw, const lon
     rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory for the collective buffer");
   for (int i = 0; cur && i < npc; i++) cur[i] = (cursor){pc[i].iv0, 0, pc[i].ptr};
   if (rw == PARIO_WRITE) {
-    wait_all(*nreq, reqs);
+    wait_all(*nreq, reqs, MPI_STATUSES_IGNORE);
     *nreq = 0;
     pthread_rwlock_wrlock(&f->rmw_lock); /* no write of this process inside a read-modify-write */
   }
@@ -634,10 +639,11 @@ static int aggregate_window(pario_coll_ctx *c, const char *op, int rw, const lon
   free(cur);
   if (rw == PARIO_WRITE) {
     pthread_rwlock_unlock(&f->rmw_lock);
-  } else {
+  } else { /* the tag tells the reader whether its data is good */
+    int tag = rc == MPI_SUCCESS ? TAG : TAG_ERR + pario_err_class(rc);
     for (int i = 0; i < npc; i++)
       if (pc[i].peer != f->rank)
-        PMPI_Isend(pc[i].ptr, (int)(pc[i].e - pc[i].s), MPI_BYTE, pc[i].peer, TAG, c->comm, &reqs[(*nreq)++]);
+        PMPI_Isend(pc[i].ptr, (int)(pc[i].e - pc[i].s), MPI_BYTE, pc[i].peer, tag, c->comm, &reqs[(*nreq)++]);
   }
 done:
   free(pc);
@@ -707,7 +713,7 @@ static int own_pieces(pario_coll_ctx *c, const plan *p, MPI_Offset k, int rw, MP
     }
     if (q->peer == f->rank) *selfptr = q->ptr;
     else if (rw == PARIO_WRITE) PMPI_Isend(q->ptr, (int)len, MPI_BYTE, q->peer, TAG, c->comm, &reqs[(*nreq)++]);
-    else PMPI_Irecv(q->ptr, (int)len, MPI_BYTE, q->peer, TAG, c->comm, &reqs[(*nreq)++]);
+    else PMPI_Irecv(q->ptr, (int)len, MPI_BYTE, q->peer, MPI_ANY_TAG, c->comm, &reqs[(*nreq)++]);
   }
   return 1;
 }
@@ -729,9 +735,11 @@ static int two_phase(pario_coll_ctx *c, const char *op, int rw, const long long 
     if (c->aggr[i] == f->rank) me_aggr = i;
   piece *pc = malloc(sizeof(piece) * (size_t)c->naggr);
   MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)(c->naggr + np));
-  if (!pc || !reqs) {
+  MPI_Status *st = malloc(sizeof(MPI_Status) * (size_t)(c->naggr + np));
+  if (!pc || !reqs || !st) {
     free(pc);
     free(reqs);
+    free(st);
     return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
   }
   int contig = n == 0 || pario_mcursor_contig(buf, tm, count) != NULL;
@@ -745,6 +753,7 @@ static int two_phase(pario_coll_ctx *c, const char *op, int rw, const long long 
       if (rc == MPI_SUCCESS) rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
       npc = 0;
     }
+    int nrecv = rw == PARIO_READ ? nreq : 0; /* own_pieces posted the receives first */
     if (me_aggr >= 0) {
       MPI_Offset lo, hi;
       window(&p, me_aggr, k, &lo, &hi);
@@ -753,7 +762,11 @@ static int two_phase(pario_coll_ctx *c, const char *op, int rw, const long long 
         if (rc == MPI_SUCCESS) rc = e;
       }
     }
-    wait_all(nreq, reqs);
+    wait_all(nreq, reqs, st);
+    for (int i = 0; i < nrecv && rc == MPI_SUCCESS; i++)
+      if (st[i].MPI_TAG != TAG)
+        rc = pario_err(st[i].MPI_TAG > TAG_ERR ? st[i].MPI_TAG - TAG_ERR : MPI_ERR_OTHER, op, f->filename, 0,
+                       "the collective read failed on aggregator rank %d", st[i].MPI_SOURCE);
     if (rw == PARIO_READ && !contig)
       for (int i = 0; i < npc; i++) {
         pario_mcursor mc;
@@ -763,6 +776,7 @@ static int two_phase(pario_coll_ctx *c, const char *op, int rw, const long long 
   }
   free(pc);
   free(reqs);
+  free(st);
   free(p.bound);
   return rc;
 }
@@ -796,7 +810,7 @@ int pario_coll_access(pario_coll_ctx *c, const char *op, int rw, MPI_Offset pos,
   }
   MPI_Request r;
   PMPI_Iallgather(mine, NINFO, MPI_LONG_LONG, info, NINFO, MPI_LONG_LONG, c->comm, &r);
-  wait_all(1, &r);
+  wait_all(1, &r, MPI_STATUSES_IGNORE);
   /* every rank reaches the same decision from the same data */
   if (!want_aggregation(c, rw, info)) {
     free(info);
@@ -815,7 +829,9 @@ int pario_coll_access(pario_coll_ctx *c, const char *op, int rw, MPI_Offset pos,
   if (worst != MPI_SUCCESS) c->views_ok = 0, c->aggr_for = 0; /* all start afresh next time */
   if (worst == MPI_SUCCESS) {
     rc = two_phase(c, op, rw, info, pos, n, buf, tm, count);
-    worst = agree(c->comm, rc);
+    /* A write fails everywhere if any aggregator failed; a reader learnt from the tags
+     * whether the aggregators that served it succeeded, and that is all it needs. */
+    worst = rw == PARIO_WRITE ? agree(c->comm, rc) : rc;
   }
   free(info);
   if (rc == MPI_SUCCESS && worst != MPI_SUCCESS)

@@ -4,7 +4,9 @@
  * romio_cb_write/read (enable, automatic), with ranks that access nothing, memory types with
  * holes, uneven sizes and reads past end of file; checks the hints get_info reports; runs
  * independent sieving writes from every rank and from two threads per rank at once; and
- * checks that a rank with bad arguments gets its error while the others complete. */
+ * checks that a rank with bad arguments gets its error while the others complete, and that a
+ * failing aggregator's error reaches exactly the ranks it served. */
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 
 #include "harness.h"
@@ -258,6 +260,70 @@ static void bad_rank(void) {
   MPI_File_close(&fh);
 }
 
+/* An aggregator whose file access fails (PARIO_TEST_COLL_EIO=1 makes rank 1's fail with EIO):
+ * a collective read fails on the ranks that aggregator served and nowhere else; a collective
+ * write fails on every rank; a nonblocking collective delivers the error through MPI_Wait. */
+static void aggregator_fails(void) {
+  enum { B = 4096 };
+  if (np < 2) return;
+  prefill((long)np * B);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  char v[16];
+  snprintf(v, sizeof v, "%d", np);
+  MPI_Info_set(info, "cb_nodes", v);
+  MPI_Info_set(info, "romio_cb_write", "enable");
+  MPI_Info_set(info, "romio_cb_read", "enable");
+  MPI_File fh;
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, info, &fh);
+  MPI_Info_free(&info);
+  MPI_File_set_errhandler(fh, MPI_ERRORS_RETURN);
+  unsigned char buf[B];
+  setenv("PARIO_TEST_COLL_EIO", "1", 1);
+  /* one block per rank, one domain per block: only the failing aggregator's reader fails */
+  memset(buf, 0, sizeof buf);
+  int rc = MPI_File_read_at_all(fh, (MPI_Offset)rank * B, buf, B, MPI_BYTE, MPI_STATUS_IGNORE);
+  if (rank == 1) CHECK_ERR(rc, MPI_ERR_IO, "MPI_File_read_at_all", path);
+  else {
+    CHECK(rc == MPI_SUCCESS, "read_at_all from a good aggregator: %s", err_text(rc));
+    int same = 1;
+    for (long i = 0; i < B; i++) same &= buf[i] == pattern((long)rank * B + i);
+    CHECK(same, "read_at_all beside a failing aggregator returned wrong data");
+  }
+  /* interleaved bytes: every rank's data lies in every domain */
+  MPI_Datatype ft;
+  MPI_Type_vector(B, 1, np, MPI_BYTE, &ft);
+  MPI_Type_commit(&ft);
+  MPI_File_set_view(fh, rank, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+  memset(buf, rank, sizeof buf);
+  rc = MPI_File_write_all(fh, buf, B / np, MPI_BYTE, MPI_STATUS_IGNORE);
+  CHECK_ERR(rc, MPI_ERR_IO, "MPI_File_write_all", path);
+  rc = MPI_File_read_all(fh, buf, B / np, MPI_BYTE, MPI_STATUS_IGNORE);
+  CHECK_ERR(rc, MPI_ERR_IO, "MPI_File_read_all", path);
+  MPI_Request r;
+  rc = MPI_File_iread_at_all(fh, 0, buf, B / np, MPI_BYTE, &r);
+  CHECK(rc == MPI_SUCCESS, "iread_at_all start: %s", err_text(rc));
+  if (rc == MPI_SUCCESS) { /* MPI_Wait's errors go to MPI_COMM_WORLD's handler */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+    CHECK(err_class(rc) == MPI_ERR_IO, "iread_at_all from a failing aggregator via MPI_Wait: %s", err_text(rc));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  }
+  MPI_Type_free(&ft);
+  unsetenv("PARIO_TEST_COLL_EIO");
+  MPI_File_close(&fh);
+  if (rank == 0) { /* the good aggregators wrote their domains: each byte is its writer's or
+                      still the pattern, nothing else */
+    long len;
+    unsigned char *back = slurp(&len);
+    int kept = len == (long)np * B;
+    for (long i = 0; kept && i < len; i++) kept = back[i] == pattern(i) || back[i] == (unsigned char)(i % np);
+    CHECK(kept, "a failed collective write left bytes that nobody wrote");
+    free(back);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv) {
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -276,6 +342,7 @@ int main(int argc, char **argv) {
   sieving(0);
   sieving(1);
   bad_rank();
+  aggregator_fails();
   if (rank == 0) remove(path);
   return finish("collective");
 }

@@ -42,33 +42,6 @@ struct pario_coll_ctx {
   size_t ivcap;
 };
 
-/* ---- waiting ---- */
-
-/* Wait for requests without spinning: ranks waiting for an aggregator would otherwise take
- * the CPU it needs whenever ranks outnumber cores (MPI libraries busy-poll in MPI_Wait). A
- * short spin keeps latency low; after it the wait sleeps between polls, up to 200 us. */
-static void wait_all(int n, MPI_Request *reqs, MPI_Status *st) {
-  int done = 0;
-  long nap = 0;
-  for (int spin = 0; n > 0; spin++) {
-    PMPI_Testall(n, reqs, &done, st);
-    if (done) return;
-    if (spin < 64) continue;
-    nap = nap ? PARIO_MIN(nap * 2, 200000) : 2000;
-    struct timespec ts = {0, nap};
-    nanosleep(&ts, NULL);
-  }
-}
-
-/* The worst error class over the ranks (pario_agree), waiting politely. */
-static int agree(MPI_Comm comm, int code) {
-  int mine = code == MPI_SUCCESS ? 0 : pario_err_class(code), worst = mine;
-  MPI_Request r;
-  if (PMPI_Iallreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm, &r) != MPI_SUCCESS) return MPI_ERR_OTHER;
-  wait_all(1, &r, MPI_STATUSES_IGNORE);
-  return worst;
-}
-
 /* ---- contexts ---- */
 
 static void ctx_views_free(pario_coll_ctx *c) {
@@ -277,7 +250,7 @@ static int exchange_views(pario_coll_ctx *c) {
   }
   /* everyone learns whether everyone can go on, then the encoded runs */
   PMPI_Iallgather(hdr, NH, MPI_LONG_LONG, hdrs, NH, MPI_LONG_LONG, c->comm, &rq);
-  wait_all(1, &rq, MPI_STATUSES_IGNORE);
+  pario_wait_all(1, &rq, MPI_STATUSES_IGNORE);
   long long total = 0;
   int bad = !ok;
   for (int r = 0; r < np && ok; r++) {
@@ -292,13 +265,13 @@ static int exchange_views(pario_coll_ctx *c) {
   }
   int anybad = 0;
   PMPI_Iallreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, c->comm, &rq);
-  wait_all(1, &rq, MPI_STATUSES_IGNORE);
+  pario_wait_all(1, &rq, MPI_STATUSES_IGNORE);
   if (anybad) {
     rc = MPI_ERR_NO_MEM;
     goto out;
   }
   PMPI_Iallgatherv(mine, cnt[f->rank], MPI_LONG_LONG, all, cnt, dsp, MPI_LONG_LONG, c->comm, &rq);
-  wait_all(1, &rq, MPI_STATUSES_IGNORE);
+  pario_wait_all(1, &rq, MPI_STATUSES_IGNORE);
   ctx_views_free(c);
   c->views = calloc((size_t)np, sizeof *c->views);
   c->maps = calloc((size_t)np, sizeof *c->maps);
@@ -545,7 +518,7 @@ static int xfer(pario_file *f, int rw, void *p, MPI_Offset len, MPI_Offset off, 
 }
 
 /* Out of memory for the staging area: still match every message of the round, one at a time
- * (the data is lost, the call fails everywhere through the final agreement). */
+ * (the data is lost; the call fails through the final agreement, or the error tag for reads). */
 static void drain(pario_coll_ctx *c, int rw, const piece *pc, int npc, int err) {
   for (int i = 0; i < npc; i++) {
     if (pc[i].peer == c->f->rank) continue;
@@ -611,7 +584,7 @@ static int aggregate_window(pario_coll_ctx *c, const char *op, int rw, const lon
     rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory for the collective buffer");
   for (int i = 0; cur && i < npc; i++) cur[i] = (cursor){pc[i].iv0, 0, pc[i].ptr};
   if (rw == PARIO_WRITE) {
-    wait_all(*nreq, reqs, MPI_STATUSES_IGNORE);
+    pario_wait_all(*nreq, reqs, MPI_STATUSES_IGNORE);
     *nreq = 0;
     pthread_rwlock_wrlock(&f->rmw_lock); /* no write of this process inside a read-modify-write */
   }
@@ -762,7 +735,7 @@ static int two_phase(pario_coll_ctx *c, const char *op, int rw, const long long 
         if (rc == MPI_SUCCESS) rc = e;
       }
     }
-    wait_all(nreq, reqs, st);
+    pario_wait_all(nreq, reqs, st);
     for (int i = 0; i < nrecv && rc == MPI_SUCCESS; i++)
       if (st[i].MPI_TAG != TAG)
         rc = pario_err(st[i].MPI_TAG > TAG_ERR ? st[i].MPI_TAG - TAG_ERR : MPI_ERR_OTHER, op, f->filename, 0,
@@ -810,7 +783,7 @@ int pario_coll_access(pario_coll_ctx *c, const char *op, int rw, MPI_Offset pos,
   }
   MPI_Request r;
   PMPI_Iallgather(mine, NINFO, MPI_LONG_LONG, info, NINFO, MPI_LONG_LONG, c->comm, &r);
-  wait_all(1, &r, MPI_STATUSES_IGNORE);
+  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
   /* every rank reaches the same decision from the same data */
   if (!want_aggregation(c, rw, info)) {
     free(info);
@@ -825,13 +798,13 @@ int pario_coll_access(pario_coll_ctx *c, const char *op, int rw, MPI_Offset pos,
   if (!c->views_ok) rc = exchange_views(c);
   if (rc != MPI_SUCCESS) rc = pario_err(rc, op, f->filename, 0, "cannot exchange the views (%s)", rc == MPI_ERR_NO_MEM ? "out of memory" : "bad data");
   else if (!aggregators(c)) rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
-  if (fresh) worst = agree(c->comm, rc);
+  if (fresh) worst = pario_agree(c->comm, rc);
   if (worst != MPI_SUCCESS) c->views_ok = 0, c->aggr_for = 0; /* all start afresh next time */
   if (worst == MPI_SUCCESS) {
     rc = two_phase(c, op, rw, info, pos, n, buf, tm, count);
     /* A write fails everywhere if any aggregator failed; a reader learnt from the tags
      * whether the aggregators that served it succeeded, and that is all it needs. */
-    worst = rw == PARIO_WRITE ? agree(c->comm, rc) : rc;
+    worst = rw == PARIO_WRITE ? pario_agree(c->comm, rc) : rc;
   }
   free(info);
   if (rc == MPI_SUCCESS && worst != MPI_SUCCESS)

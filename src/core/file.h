@@ -101,6 +101,8 @@ void pario_status_set(MPI_Status *status, MPI_Count bytes);
 /* pario_file_check for a query with one output pointer, which must not be NULL. */
 int pario_file_check_out(MPI_File fh, const char *op, const void *out, pario_file **f);
 
+/* MPI_Waitall that sleeps between polls after a short spin (see open.c). */
+void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st);
 /* Agreement among the ranks of f->comm: returns the worst error class seen anywhere
  * (MPI_SUCCESS when all succeeded). */
 int pario_agree(MPI_Comm comm, int local_code);

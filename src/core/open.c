@@ -29,15 +29,40 @@ static const char *amode_problem(int amode) {
   return NULL;
 }
 
+/* Wait for requests without spinning: ranks waiting for others would otherwise take the CPU
+ * those need whenever ranks outnumber cores (MPI libraries busy-poll in MPI_Wait; with 4
+ * MPICH ranks on 2 cores a blocking MPI_Barrier costs ~8 ms). A short spin keeps latency
+ * low; after it the wait sleeps between polls, up to 200 us. */
+void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st) {
+  int done = 0;
+  long nap = 0;
+  for (int spin = 0; n > 0; spin++) {
+    PMPI_Testall(n, reqs, &done, st);
+    if (done) return;
+    if (spin < 64) continue;
+    nap = nap ? PARIO_MIN(nap * 2, 200000) : 2000;
+    struct timespec ts = {0, nap};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* MAX-allreduce of n values, waiting politely. */
+static int allreduce_max(void *in, void *out, int n, MPI_Datatype type, MPI_Comm comm) {
+  MPI_Request r;
+  if (PMPI_Iallreduce(in, out, n, type, MPI_MAX, comm, &r) != MPI_SUCCESS) return MPI_ERR_OTHER;
+  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
+  return MPI_SUCCESS;
+}
+
 int pario_agree(MPI_Comm comm, int local_code) {
   int mine = local_code == MPI_SUCCESS ? 0 : pario_err_class(local_code), worst = mine;
-  if (PMPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) return MPI_ERR_OTHER;
+  if (allreduce_max(&mine, &worst, 1, MPI_INT, comm) != MPI_SUCCESS) return MPI_ERR_OTHER;
   return worst;
 }
 
 int pario_check_same(pario_file *f, const char *op, const char *what, long long value) {
   long long v[2] = {value, -value}, r[2];
-  if (PMPI_Allreduce(v, r, 2, MPI_LONG_LONG, MPI_MAX, f->comm) != MPI_SUCCESS)
+  if (allreduce_max(v, r, 2, MPI_LONG_LONG, f->comm) != MPI_SUCCESS)
     return pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement among ranks failed");
   if (r[0] != -r[1])
     return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "%s differs between ranks", what);

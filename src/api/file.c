@@ -116,8 +116,18 @@ PARIO_EXPORT int PMPI_File_set_info(MPI_File fh, MPI_Info info) {
   pario_file *f;
   int rc = pario_file_check(fh, "MPI_File_set_info", &f);
   if (rc != MPI_SUCCESS) return rc;
+  /* Collective: every rank takes rank 0's values of the hints that must agree. */
+  pario_hints nh = f->hints;
+  long long shared[PARIO_HINTS_SHARED];
+  pario_hints_update(&nh, info);
+  pario_hints_shared_pack(&nh, shared);
+  MPI_Request r;
+  if (PMPI_Ibcast(shared, PARIO_HINTS_SHARED, MPI_LONG_LONG, 0, f->comm, &r) != MPI_SUCCESS)
+    return pario_file_error(fh, pario_err(MPI_ERR_OTHER, "MPI_File_set_info", f->filename, 0, "broadcast of the hints failed"));
+  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
   pthread_mutex_lock(&f->lock);
   pario_hints_update(&f->hints, info);
+  pario_hints_shared_unpack(&f->hints, shared);
   pario_coll_hints_fix(f);
   pario_direct_io_apply(f);
   pthread_mutex_unlock(&f->lock);

@@ -134,3 +134,24 @@ int pario_hints_to_info(const pario_hints *h, MPI_Info *info) {
   PMPI_Info_set(*info, "pario_sharedfp", h->sharedfp);
   return MPI_SUCCESS;
 }
+
+void pario_hints_shared_pack(const pario_hints *h, long long *v) {
+  v[0] = h->cb_buffer_size;
+  v[1] = h->cb_nodes;
+  v[2] = h->romio_cb_read;
+  v[3] = h->romio_cb_write;
+  v[4] = h->striping_unit;
+  v[5] = h->cb_block_size;
+  memcpy(&v[6], h->sharedfp, 2 * sizeof(long long));
+}
+
+void pario_hints_shared_unpack(pario_hints *h, const long long *v) {
+  h->cb_buffer_size = v[0];
+  h->cb_nodes = (int)v[1];
+  h->romio_cb_read = (int)v[2];
+  h->romio_cb_write = (int)v[3];
+  h->striping_unit = v[4];
+  h->cb_block_size = v[5];
+  memcpy(h->sharedfp, &v[6], 2 * sizeof(long long));
+  h->sharedfp[sizeof h->sharedfp - 1] = '\0';
+}

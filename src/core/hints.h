@@ -25,6 +25,12 @@ typedef struct pario_hints {
 void pario_hints_init(pario_hints *h, MPI_Info info);
 /* Apply the keys of info that may change after open. */
 void pario_hints_update(pario_hints *h, MPI_Info info);
+/* The hints that must be the same on every rank (the collective-buffering ones, which make
+ * the two-phase plan, and pario_sharedfp): packed into PARIO_HINTS_SHARED numbers so that
+ * every rank can adopt rank 0's values. */
+enum { PARIO_HINTS_SHARED = 8 };
+void pario_hints_shared_pack(const pario_hints *h, long long *v);
+void pario_hints_shared_unpack(pario_hints *h, const long long *v);
 /* A new info object with the hints in effect. */
 int pario_hints_to_info(const pario_hints *h, MPI_Info *info);
 

@@ -97,7 +97,7 @@ static long long host_id(void) {
 static int open_all(pario_file *f, const char *op) {
   int flags = access_flags(f->amode), e = 0, e0 = 0;
   static unsigned long long opens;
-  unsigned long long agreed[2] = {0, 0};
+  unsigned long long agreed[2 + PARIO_HINTS_SHARED] = {0};
   if (f->rank == 0) {
     int cflags = flags;
     if (f->amode & MPI_MODE_CREATE) cflags |= O_CREAT;
@@ -105,11 +105,14 @@ static int open_all(pario_file *f, const char *op) {
     e0 = drv_open(f, cflags);
     agreed[0] = (unsigned long long)e0;
     agreed[1] = ((unsigned long long)getpid() << 24) ^ (unsigned long long)time(NULL) << 1 ^ __atomic_add_fetch(&opens, 1, __ATOMIC_RELAXED);
+    pario_hints_shared_pack(&f->hints, (long long *)&agreed[2]);
   }
-  /* One broadcast carries rank 0's result and the file's id (names shared-pointer storage). */
-  PMPI_Bcast(agreed, 2, MPI_UNSIGNED_LONG_LONG, 0, f->comm);
+  /* One broadcast carries rank 0's result, the file's id (names shared-pointer storage) and
+   * rank 0's hints that all ranks must share (a rank given others would plan differently). */
+  PMPI_Bcast(agreed, 2 + PARIO_HINTS_SHARED, MPI_UNSIGNED_LONG_LONG, 0, f->comm);
   e0 = (int)agreed[0];
   f->uid = agreed[1];
+  pario_hints_shared_unpack(&f->hints, (const long long *)&agreed[2]);
   if (e0) /* rank 0's failure is everyone's: the same class and system error */
     return pario_err(pario_errno_class(e0), op, f->filename, e0, "cannot open");
   if (f->rank != 0) e = drv_open(f, flags);

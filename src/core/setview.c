@@ -5,6 +5,7 @@
 #include "sharedfp/sharedfp.h"
 
 #include <stdio.h>
+#include <limits.h>
 #include <string.h>
 
 /* Our own reference to a datatype: the user may free theirs after set_view. */
@@ -71,14 +72,19 @@ int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype 
                    MPI_Datatype filetype, const char *datarep, MPI_Info info) {
   const pario_typemap *etm = NULL, *ftm = NULL;
   int code = check_view(f, op, disp, etype, filetype, datarep, &etm, &ftm);
-  long long v[6] = {code != MPI_SUCCESS, 0, 0, 0, 0, f->sfp != NULL}, r[6];
+  /* v[6..]: the shared hints as this view's info leaves them, rank 0's taken everywhere */
+  long long v[6 + PARIO_HINTS_SHARED] = {code != MPI_SUCCESS, 0, 0, 0, 0, f->sfp != NULL}, r[6 + PARIO_HINTS_SHARED];
+  pario_hints nh = f->hints;
+  pario_hints_update(&nh, info);
+  pario_hints_shared_pack(&nh, v + 6);
+  for (int i = 6; f->rank != 0 && i < 6 + PARIO_HINTS_SHARED; i++) v[i] = LLONG_MIN;
   if (code == MPI_SUCCESS) {
     v[1] = etm->size;
     v[2] = -etm->size;
     v[3] = (long long)hash_str(datarep);
     v[4] = -v[3];
   }
-  if (PMPI_Allreduce(v, r, 6, MPI_LONG_LONG, MPI_MAX, f->comm) != MPI_SUCCESS && code == MPI_SUCCESS)
+  if (PMPI_Allreduce(v, r, 6 + PARIO_HINTS_SHARED, MPI_LONG_LONG, MPI_MAX, f->comm) != MPI_SUCCESS && code == MPI_SUCCESS)
     code = pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement among ranks failed");
   if (code != MPI_SUCCESS) return code;
   if (r[0]) return pario_err(MPI_ERR_ARG, op, f->filename, 0, "invalid view arguments on another rank");
@@ -111,6 +117,7 @@ int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype 
   snprintf(nv->datarep, sizeof nv->datarep, "%s", datarep);
   f->fp_ind = 0;
   pario_hints_update(&f->hints, info);
+  pario_hints_shared_unpack(&f->hints, r + 6);
   pario_coll_hints_fix(f);
   pario_coll_view_changed(f);
   pthread_mutex_unlock(&f->lock);

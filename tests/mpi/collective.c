@@ -177,6 +177,53 @@ static void hints(void) {
   MPI_Info_free(&info);
 }
 
+/* Ranks that pass different collective-buffering hints all use rank 0's (at open, set_info
+ * and set_view), so their two-phase plans match: a collective write and read complete and
+ * move the right bytes. */
+static void hints_differ(void) {
+  char v[32];
+  MPI_Info info;
+  MPI_File fh;
+  MPI_Info_create(&info);
+  snprintf(v, sizeof v, "%d", 64 + 1000 * rank);
+  MPI_Info_set(info, "cb_buffer_size", v);
+  snprintf(v, sizeof v, "%d", rank + 1);
+  MPI_Info_set(info, "cb_nodes", v);
+  MPI_Info_set(info, "romio_cb_write", rank == 0 ? "enable" : "disable");
+  MPI_Info_set(info, "romio_cb_read", rank == 0 ? "enable" : "automatic");
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR | MPI_MODE_CREATE, info, &fh);
+  check_info(fh, "cb_buffer_size", "64");
+  check_info(fh, "cb_nodes", "1");
+  check_info(fh, "romio_cb_write", "enable");
+  check_info(fh, "romio_cb_read", "enable");
+  enum { N = 700 };
+  unsigned char out[N], in[N];
+  for (int i = 0; i < N; i++) out[i] = datum(rank, i);
+  MPI_Datatype ft;
+  MPI_Type_vector(N, 1, np, MPI_BYTE, &ft);
+  MPI_Type_commit(&ft);
+  MPI_File_set_view(fh, rank, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+  int rc = MPI_File_write_all(fh, out, N, MPI_BYTE, MPI_STATUS_IGNORE);
+  CHECK(rc == MPI_SUCCESS, "write_all with differing hints: %s", err_text(rc));
+  snprintf(v, sizeof v, "%d", 100 + rank);
+  MPI_Info_set(info, "cb_buffer_size", v);
+  MPI_File_set_info(fh, info);
+  check_info(fh, "cb_buffer_size", "100");
+  memset(in, 0, sizeof in);
+  rc = MPI_File_read_at_all(fh, 0, in, N, MPI_BYTE, MPI_STATUS_IGNORE);
+  CHECK(rc == MPI_SUCCESS && !memcmp(in, out, N), "read_at_all with differing hints: %s", err_text(rc));
+  snprintf(v, sizeof v, "%d", 200 + rank);
+  MPI_Info_set(info, "cb_buffer_size", v);
+  MPI_File_set_view(fh, rank, MPI_BYTE, ft, "native", info);
+  check_info(fh, "cb_buffer_size", "200");
+  memset(in, 0, sizeof in);
+  rc = MPI_File_read_all(fh, in, N, MPI_BYTE, MPI_STATUS_IGNORE);
+  CHECK(rc == MPI_SUCCESS && !memcmp(in, out, N), "read_all after set_view with differing hints: %s", err_text(rc));
+  MPI_Type_free(&ft);
+  MPI_File_close(&fh);
+  MPI_Info_free(&info);
+}
+
 /* Independent writes through the interleaved view with a tiny sieving buffer: every rank at
  * once, each in two threads sharing the handle (thread t writes the blocks 2j+t, two blocks
  * a call, so every call sieves). */
@@ -332,6 +379,7 @@ int main(int argc, char **argv) {
   t_rank = rank;
   test_path(path, sizeof path, "pario-collective");
   hints();
+  hints_differ();
   const char *sizes[] = {"64", "1000", NULL};
   for (int cbn = 1; cbn <= np; cbn++)
     for (int s = 0; s < 3; s++) {

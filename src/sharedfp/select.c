@@ -118,7 +118,9 @@ int pario_sharedfp_ordered(pario_file *f, const char *op, MPI_Offset n, MPI_Offs
   int rc = pario_sharedfp_merge(f, op), repl = pario_sharedfp_defers(f);
   if (rc != MPI_SUCCESS) return rc; /* merge agrees: every rank returns here together */
   long long mine = n, before = 0, v[3] = {0, 0, 0};
-  PMPI_Exscan(&mine, &before, 1, MPI_LONG_LONG, MPI_SUM, f->comm);
+  MPI_Request r;
+  PMPI_Iexscan(&mine, &before, 1, MPI_LONG_LONG, MPI_SUM, f->comm, &r);
+  pario_wait_all(1, &r, MPI_STATUSES_IGNORE); /* politely: see pario_wait_all */
   if (f->rank == 0) before = 0; /* Exscan leaves rank 0's result undefined */
   int last = f->nprocs - 1;
   MPI_Offset base = 0;
@@ -128,7 +130,8 @@ int pario_sharedfp_ordered(pario_file *f, const char *op, MPI_Offset n, MPI_Offs
     v[0] = rc != MPI_SUCCESS;
     v[1] = base;
   }
-  PMPI_Bcast(v, 3, MPI_LONG_LONG, last, f->comm);
+  PMPI_Ibcast(v, 3, MPI_LONG_LONG, last, f->comm, &r);
+  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
   if (v[0]) return rc != MPI_SUCCESS ? rc : pario_err(MPI_ERR_OTHER, op, f->filename, 0, "shared file pointer unavailable");
   base = v[1];
   if (repl) { /* a replica on every rank, equal after the merge: every rank advances its own */
@@ -148,13 +151,16 @@ int pario_sharedfp_set(pario_file *f, const char *op, MPI_Offset target) {
   MPI_Offset s = 0;
   int rc = pario_sharedfp_merge(f, op);
   if (rc != MPI_SUCCESS) return rc;
-  PMPI_Barrier(f->comm);
+  MPI_Request r;
+  PMPI_Ibarrier(f->comm, &r);
+  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
   if (f->rank == 0) {
     rc = pario_sharedfp_position(f, op, &s);
     s -= f->sfp_base;
   }
   long long v[2] = {rc != MPI_SUCCESS, s};
-  PMPI_Bcast(v, 2, MPI_LONG_LONG, 0, f->comm);
+  PMPI_Ibcast(v, 2, MPI_LONG_LONG, 0, f->comm, &r);
+  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
   if (v[0]) return rc != MPI_SUCCESS ? rc : pario_err(MPI_ERR_OTHER, op, f->filename, 0, "shared file pointer unavailable on rank 0");
   f->sfp_base = target - v[1];
   return MPI_SUCCESS;

@@ -90,6 +90,13 @@ void pario_view_release(pario_view *v);
 enum { PARIO_READ = 0, PARIO_WRITE = 1 };
 int pario_access(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
                  MPI_Count count, MPI_Datatype type, MPI_Count *bytes);
+/* The same; lock_writes: every write segment holds a byte-range write lock, for a write that
+ * runs beside other processes' data-sieving writes (a collective write done independently
+ * where some rank sieves). */
+int pario_access_ex(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
+                    MPI_Count count, MPI_Datatype type, MPI_Count *bytes, int lock_writes);
+/* 1 when a write of n bytes through the current view would use data sieving. */
+int pario_sieves_write(const pario_file *f, MPI_Offset n);
 /* Check arguments of a data access; returns an error code or MPI_SUCCESS. */
 int pario_access_check(pario_file *f, const char *op, int rw, const void *buf, MPI_Count count,
                        MPI_Datatype type, const pario_typemap **tm);

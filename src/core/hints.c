@@ -36,7 +36,7 @@ static int parse_size(const char *v, long long *out) {
 static void apply(pario_hints *h, const char *k, const char *v) {
   long long x;
   if (!strcmp(k, "cb_buffer_size")) { if (parse_size(v, &x) && x > 0) h->cb_buffer_size = x; }
-  else if (!strcmp(k, "cb_nodes")) { if (parse_size(v, &x) && x > 0 && x < 1 << 30) h->cb_nodes = (int)x; }
+  else if (!strcmp(k, "cb_nodes")) { if (parse_size(v, &x) && x > 0 && x < 1 << 30) h->cb_nodes = (int)x, h->cb_nodes_given = 1; }
   else if (!strcmp(k, "romio_cb_read")) parse_tristate(v, &h->romio_cb_read);
   else if (!strcmp(k, "romio_cb_write")) parse_tristate(v, &h->romio_cb_write);
   else if (!strcmp(k, "romio_ds_read")) parse_tristate(v, &h->romio_ds_read);
@@ -137,7 +137,7 @@ int pario_hints_to_info(const pario_hints *h, MPI_Info *info) {
 
 void pario_hints_shared_pack(const pario_hints *h, long long *v) {
   v[0] = h->cb_buffer_size;
-  v[1] = h->cb_nodes;
+  v[1] = h->cb_nodes_given ? h->cb_nodes : -h->cb_nodes; /* the sign: given or default */
   v[2] = h->romio_cb_read;
   v[3] = h->romio_cb_write;
   v[4] = h->striping_unit;
@@ -147,7 +147,8 @@ void pario_hints_shared_pack(const pario_hints *h, long long *v) {
 
 void pario_hints_shared_unpack(pario_hints *h, const long long *v) {
   h->cb_buffer_size = v[0];
-  h->cb_nodes = (int)v[1];
+  h->cb_nodes = (int)(v[1] < 0 ? -v[1] : v[1]);
+  h->cb_nodes_given = v[1] > 0;
   h->romio_cb_read = (int)v[2];
   h->romio_cb_write = (int)v[3];
   h->striping_unit = v[4];

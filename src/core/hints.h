@@ -10,6 +10,7 @@ enum { PARIO_AUTO = 0, PARIO_ENABLE = 1, PARIO_DISABLE = 2 };
 typedef struct pario_hints {
   long long cb_buffer_size;
   int cb_nodes;            /* 0 = default (one aggregator per node) */
+  int cb_nodes_given;      /* cb_nodes came from the user (info or PARIO_HINTS) */
   int romio_cb_read, romio_cb_write, romio_ds_read, romio_ds_write; /* PARIO_AUTO/ENABLE/DISABLE */
   long long ind_rd_buffer_size, ind_wr_buffer_size;
   long long striping_unit; /* 0 = not given */

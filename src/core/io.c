@@ -56,10 +56,19 @@ static int xfer_error(pario_file *f, const char *op, int rw, int e, MPI_Offset l
 }
 
 /* Move one file segment (seg bytes at off) between the file and the memory cursor. *eof is
- * set when a read stopped at end of file. */
+ * set when a read stopped at end of file. lockw: a write holds a byte-range write lock over
+ * the segment, so that another process's data-sieving read-modify-write around it cannot put
+ * the old bytes back over it. */
 static int xfer_seg(pario_file *f, const char *op, int rw, pario_mcursor *mc, MPI_Offset off,
-                    MPI_Offset seg, MPI_Offset *done, int *eof) {
+                    MPI_Offset seg, MPI_Offset *done, int *eof, int lockw) {
   struct iovec iov[MAXIOV];
+  lockw = lockw && rw == PARIO_WRITE && !f->atomic && seg > 0; /* atomic: locked already */
+  if (lockw) {
+    int e = f->drv->lock(f->dh, PARIO_LOCK_WRITE, off, seg);
+    if (e) return pario_err(MPI_ERR_IO, op, f->filename, e, "byte-range lock beside data sieving failed");
+  }
+  MPI_Offset lo = off, len = seg;
+  int rc = MPI_SUCCESS;
   while (seg > 0) {
     int cnt;
     size_t got = 0;
@@ -67,25 +76,29 @@ static int xfer_seg(pario_file *f, const char *op, int rw, pario_mcursor *mc, MP
     int e = rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, (off_t)off, &got)
                               : f->drv->preadv(f->dh, iov, cnt, (off_t)off, &got);
     *done += (MPI_Offset)got;
-    if (e) return xfer_error(f, op, rw, e, m, off);
+    if (e) {
+      rc = xfer_error(f, op, rw, e, m, off);
+      break;
+    }
     if ((MPI_Offset)got < m) {
       *eof = 1;
-      return MPI_SUCCESS;
+      break;
     }
     off += m;
     seg -= m;
   }
-  return MPI_SUCCESS;
+  if (lockw) f->drv->lock(f->dh, PARIO_UNLOCK, lo, len);
+  return rc;
 }
 
 /* Move n bytes between the file at data position pos and memory; *done counts bytes moved
  * (less than n only for a read that reached end of file). */
 static int walk(pario_file *f, const char *op, int rw, pario_fcursor *fc, pario_mcursor *mc,
-                MPI_Offset n, MPI_Offset *done) {
+                MPI_Offset n, MPI_Offset *done, int lockw) {
   int eof = 0, rc = MPI_SUCCESS;
   while (rc == MPI_SUCCESS && !eof && *done < n) {
     MPI_Offset off, seg = pario_fcursor_next(fc, n - *done, &off);
-    rc = xfer_seg(f, op, rw, mc, off, seg, done, &eof);
+    rc = xfer_seg(f, op, rw, mc, off, seg, done, &eof, lockw);
   }
   return rc;
 }
@@ -112,7 +125,7 @@ static int sieve_read(pario_file *f, const char *op, pario_fcursor *fc, pario_mc
                       MPI_Offset n, MPI_Offset *done) {
   MPI_Offset cap = f->hints.ind_rd_buffer_size, wstart = 0, wlen = 0;
   char *win = malloc((size_t)cap);
-  if (!win) return walk(f, op, PARIO_READ, fc, mc, n, done);
+  if (!win) return walk(f, op, PARIO_READ, fc, mc, n, done, 0);
   int rc = MPI_SUCCESS, eof = 0;
   while (rc == MPI_SUCCESS && !eof && *done < n) {
     pario_fcursor ahead = *fc;
@@ -120,7 +133,7 @@ static int sieve_read(pario_file *f, const char *op, pario_fcursor *fc, pario_mc
     if (off < wstart || off + seg > wstart + wlen) {
       MPI_Offset end = sieve_end(ahead, n - *done, off, cap);
       if (!end) { /* sparse or large: straight into memory */
-        rc = xfer_seg(f, op, PARIO_READ, mc, off, seg, done, &eof);
+        rc = xfer_seg(f, op, PARIO_READ, mc, off, seg, done, &eof, 0);
         continue;
       }
       size_t got = 0;
@@ -152,14 +165,14 @@ static int sieve_write(pario_file *f, const char *op, pario_fcursor *fc, pario_m
                        MPI_Offset n, MPI_Offset *done) {
   MPI_Offset cap = f->hints.ind_wr_buffer_size;
   char *win = malloc((size_t)cap);
-  if (!win) return walk(f, op, PARIO_WRITE, fc, mc, n, done);
+  if (!win) return walk(f, op, PARIO_WRITE, fc, mc, n, done, 1);
   int rc = MPI_SUCCESS, eof = 0;
   while (rc == MPI_SUCCESS && *done < n) {
     pario_fcursor ahead = *fc;
     MPI_Offset off, seg = pario_fcursor_next(fc, n - *done, &off);
     MPI_Offset end = sieve_end(ahead, n - *done, off, cap);
-    if (!end) { /* sparse or large: straight from memory */
-      rc = xfer_seg(f, op, PARIO_WRITE, mc, off, seg, done, &eof);
+    if (!end) { /* sparse or large: straight from memory, locked like the windows */
+      rc = xfer_seg(f, op, PARIO_WRITE, mc, off, seg, done, &eof, 1);
       continue;
     }
     MPI_Offset wstart = off, wlen = end - off;
@@ -200,7 +213,7 @@ static int sieving_read(const pario_file *f, MPI_Offset n) {
 }
 
 /* romio_ds_write is switched to disable at open where byte-range locks do not work. */
-static int sieving_write(const pario_file *f, MPI_Offset n) {
+int pario_sieves_write(const pario_file *f, MPI_Offset n) {
   return !f->view.contiguous && f->hints.romio_ds_write != PARIO_DISABLE && f->locks_work > 0 &&
          (f->oflags & O_ACCMODE) != O_WRONLY &&
          f->hints.ind_wr_buffer_size > 0 && n > 0;
@@ -208,6 +221,11 @@ static int sieving_write(const pario_file *f, MPI_Offset n) {
 
 int pario_access(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
                  MPI_Count count, MPI_Datatype type, MPI_Count *bytes) {
+  return pario_access_ex(f, op, rw, pos, buf, count, type, bytes, 0);
+}
+
+int pario_access_ex(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
+                    MPI_Count count, MPI_Datatype type, MPI_Count *bytes, int lock_writes) {
   const pario_typemap *tm;
   *bytes = 0;
   if (pario_typemap_get(type, &tm) != MPI_SUCCESS)
@@ -225,12 +243,13 @@ int pario_access(pario_file *f, const char *op, int rw, MPI_Offset pos, void *bu
   pario_mcursor_init(&mc, buf, tm);
   int rc;
   if (rw == PARIO_READ) {
-    rc = sieving_read(f, n) ? sieve_read(f, op, &fc, &mc, n, &done) : walk(f, op, rw, &fc, &mc, n, &done);
+    rc = sieving_read(f, n) ? sieve_read(f, op, &fc, &mc, n, &done) : walk(f, op, rw, &fc, &mc, n, &done, 0);
   } else {
-    int sieve = sieving_write(f, n);
+    int sieve = pario_sieves_write(f, n);
     if (sieve) pthread_rwlock_wrlock(&f->rmw_lock);
     else pthread_rwlock_rdlock(&f->rmw_lock);
-    rc = sieve ? sieve_write(f, op, &fc, &mc, n, &done) : walk(f, op, rw, &fc, &mc, n, &done);
+    rc = sieve ? sieve_write(f, op, &fc, &mc, n, &done)
+               : walk(f, op, rw, &fc, &mc, n, &done, lock_writes && f->locks_work >= 0);
     pthread_rwlock_unlock(&f->rmw_lock);
   }
   if (f->atomic) f->drv->lock(f->dh, PARIO_UNLOCK, first, last - first);

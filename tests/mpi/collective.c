@@ -3,7 +3,8 @@
  * the pattern. Sweeps cb_nodes (1..ranks), cb_buffer_size (tiny: many rounds) and
  * romio_cb_write/read (enable, automatic), with ranks that access nothing, memory types with
  * holes, uneven sizes and reads past end of file; checks the hints get_info reports; runs
- * independent sieving writes from every rank and from two threads per rank at once; and
+ * independent sieving writes from every rank and from two threads per rank at once, and
+ * beside another rank's plain writes into the same windows; and
  * checks that a rank with bad arguments gets its error while the others complete, and that a
  * failing aggregator's error reaches exactly the ranks it served. */
 #define _POSIX_C_SOURCE 200809L
@@ -287,6 +288,73 @@ static void sieving(int threads) {
   MPI_Barrier(MPI_COMM_WORLD); /* everyone has checked before the file is filled again */
 }
 
+/* Data sieving beside plain writes: ranks 0..np-2 write blocks through a strided view with
+ * one sieving window over the whole file, so each read-modify-write covers the last rank's
+ * blocks too; the last rank writes one block a round, without sieving of its own, at the
+ * same time (collectively with romio_cb_write=disable and the default view: the collective
+ * layer makes its write take a byte-range lock; independently through the strided view: one
+ * segment, written straight but locked). A window written back with stale bytes would put
+ * the previous round's data over the last rank's block. */
+enum { SB = 64, SNB = 4, SROUNDS = 150 };
+static unsigned char sdatum(int t, int r, long i) { return (unsigned char)(t * 13 + r * 37 + i * 7 + 1); }
+
+static void sieving_beside_plain(int coll) {
+  if (np < 2) return;
+  long filelen = (long)np * SB * SNB;
+  prefill(filelen);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "ind_wr_buffer_size", "65536");
+  MPI_Info_set(info, "romio_ds_write", "enable");
+  MPI_Info_set(info, "romio_cb_write", "disable");
+  MPI_File fh;
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, info, &fh);
+  MPI_Datatype blk, ft;
+  MPI_Type_contiguous(SB, MPI_BYTE, &blk);
+  MPI_Type_create_resized(blk, 0, (MPI_Aint)np * SB, &ft);
+  MPI_Type_commit(&ft);
+  int last = rank == np - 1;
+  if (last && coll) MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+  else MPI_File_set_view(fh, (MPI_Offset)rank * SB, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+  unsigned char buf[SB * SNB];
+  long bad = -1;
+  int badt = -1, rc = MPI_SUCCESS;
+  for (int t = 1; t <= SROUNDS && bad < 0 && rc == MPI_SUCCESS; t++) {
+    int kb = t % SNB; /* the last rank's block this round */
+    int n = last ? SB : SB * SNB;
+    for (long i = 0; i < n; i++) buf[i] = sdatum(t, rank, last ? kb * SB + i : i);
+    MPI_Offset off = last ? (coll ? ((MPI_Offset)kb * np + rank) * SB : (MPI_Offset)kb * SB) : 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    rc = coll ? MPI_File_write_at_all(fh, off, buf, n, MPI_BYTE, MPI_STATUS_IGNORE)
+              : MPI_File_write_at(fh, off, buf, n, MPI_BYTE, MPI_STATUS_IGNORE);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+      long len;
+      unsigned char *all = slurp(&len);
+      for (long o = 0; o < filelen && bad < 0; o++) {
+        long slot = o / SB, k = slot / np, in = o % SB;
+        int r = (int)(slot % np);
+        int tk = r < np - 1 ? t : t - (int)(((t - k) % SNB + SNB) % SNB); /* block k's last round */
+        unsigned char w = tk >= 1 ? sdatum(tk, r, k * SB + in) : pattern(o);
+        if (all[o] != w) bad = o, badt = t;
+      }
+      free(all);
+    }
+    long b[2] = {bad, rc};
+    MPI_Bcast(b, 2, MPI_LONG, 0, MPI_COMM_WORLD);
+    bad = b[0];
+  }
+  CHECK(rc == MPI_SUCCESS, "sieving beside plain writes (%s): %s", coll ? "collective" : "independent", err_text(rc));
+  if (rank == 0)
+    CHECK(bad < 0, "sieving beside plain writes (%s): round %d, byte %ld lost (a stale window came back)",
+          coll ? "collective" : "independent", badt, bad);
+  MPI_File_close(&fh);
+  MPI_Type_free(&ft);
+  MPI_Type_free(&blk);
+  MPI_Info_free(&info);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* A rank with a bad argument gets its error; the others' collective completes. */
 static void bad_rank(void) {
   MPI_File fh;
@@ -389,6 +457,8 @@ int main(int argc, char **argv) {
   one_config(1, NULL, "disable", 300);
   sieving(0);
   sieving(1);
+  sieving_beside_plain(1);
+  sieving_beside_plain(0);
   bad_rank();
   aggregator_fails();
   if (rank == 0) remove(path);

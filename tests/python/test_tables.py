@@ -39,6 +39,19 @@ def test_compare_ratio_is_pario_over_native():
     assert four.ratio is None and four.status("pario") == "missing" and four.status("native") == "ok"
 
 
+def test_outcome_params_do_not_split_configurations():
+    # sharedfp reports the component get_info names: null natively, pario's own under pario.
+    def sf(impl, value, comp):
+        return Measurement(suite="sharedfp", test="write_shared", impl=impl, mpi="mpich", ranks=4,
+                           params={"mode": 1, "data_size": 64, "sharedfp_component": comp},
+                           metrics={"mb_per_s": value}, status="ok", verified=True)
+    cs = compare(group([sf("native", 10, None), sf("pario", 40, "sm")]))
+    assert len(cs) == 1 and cs[0].ratio == pytest.approx(4.0)
+    # an asked-for parameter still tells configurations apart
+    cs = compare(group([m("native", 100, bs=1), m("pario", 100, bs=2)]))
+    assert len(cs) == 2 and all(c.ratio is None for c in cs)
+
+
 def test_overlap_ratio_of_ratios():
     cs = compare(group([m("native", 1.6, suite="overlap", metric="ratio"),
                         m("pario", 0.8, suite="overlap", metric="ratio")]))

@@ -22,8 +22,9 @@
 /* GCC takes MPICH's MPI_STATUSES_IGNORE (a constant address) for a zero-size array. */
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 
-/* info: pos, n, first, last, smallest piece, can read, sieves its write. Read data from an aggregator that
- * failed carries the tag TAG_ERR + error class, so no agreement is needed after a read. */
+/* info: pos, n, first, last, smallest piece, can read, sieves its write. Read data from an
+ * aggregator that failed carries the tag TAG_ERR + error class, so no agreement is needed
+ * after a read. */
 enum { TAG = 7, TAG_ERR = 1000, NINFO = 7, ROUND_MAX = 4 << 20 };
 
 struct pario_coll_ctx {
@@ -633,11 +634,12 @@ done:
  * ranks share one cache, aggregation saves no storage traffic, and independent reads (with
  * data sieving) run on every core while aggregators work alone and copy the data once more
  * (pario-bench noncontig, 2 and 4 ranks: aggregated reads 1.3-3x slower than independent
- * ones under either MPI). A cb_nodes given by the user, or direct I/O (no shared cache),
- * keeps aggregation. */
+ * ones under either MPI). A cb_nodes given by the user keeps aggregation. Only hints every
+ * rank adopted from rank 0 decide (pario_direct_io is per rank, so it cannot: a rank that
+ * skipped the allgather would leave the others waiting in it). */
 static int reads_alone(const pario_file *f, int rw) {
   return rw == PARIO_READ && f->hints.romio_cb_read == PARIO_AUTO && f->nodes == 1 &&
-         !f->hints.cb_nodes_given && !f->hints.direct_io;
+         !f->hints.cb_nodes_given;
 }
 
 /* Aggregate, or let every rank access independently? */

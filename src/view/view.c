@@ -5,30 +5,7 @@
 
 #include <string.h>
 
-/* ---- the shared walk ---- */
-
-/* The next contiguous piece of at most max bytes; *rel is its offset from the origin of copy
- * 0. A dense typemap is one run filling its extent, so its copies form a single stream. */
-static MPI_Offset rnext(pario_rcursor *c, MPI_Offset max, MPI_Offset *rel) {
-  const pario_typemap *t = c->tm;
-  if (t->dense) {
-    *rel = t->runs[0].off + c->copy * t->extent + c->into;
-    c->into += max;
-    return max;
-  }
-  const pario_run *r = &t->runs[c->run];
-  MPI_Offset n = PARIO_MIN(max, r->len - c->into);
-  *rel = c->copy * t->extent + r->off + c->into;
-  c->into += n;
-  if (c->into == r->len) {
-    c->into = 0;
-    if (++c->run == t->nruns) {
-      c->run = 0;
-      c->copy++;
-    }
-  }
-  return n;
-}
+/* ---- the shared walk (pario_rcursor_next is inline in view.h) ---- */
 
 static void rinit(pario_rcursor *c, const pario_typemap *t, MPI_Offset pos) {
   c->tm = t;
@@ -43,12 +20,6 @@ static void rinit(pario_rcursor *c, const pario_typemap *t, MPI_Offset pos) {
 void pario_fcursor_init(pario_fcursor *c, const pario_view *v, MPI_Offset pos) {
   c->v = v;
   rinit(&c->r, v->ftm, pos);
-}
-
-MPI_Offset pario_fcursor_next(pario_fcursor *c, MPI_Offset max, MPI_Offset *off) {
-  MPI_Offset rel, n = rnext(&c->r, max, &rel);
-  *off = c->v->disp + rel;
-  return n;
 }
 
 MPI_Offset pario_view_file_offset(const pario_view *v, MPI_Offset pos) {
@@ -116,7 +87,7 @@ char *pario_mcursor_contig(void *buf, const pario_typemap *tm, MPI_Count count) 
 }
 
 static MPI_Offset mnext(pario_mcursor *c, MPI_Offset max, char **p) {
-  MPI_Offset rel, n = rnext(&c->r, max, &rel);
+  MPI_Offset rel, n = pario_rcursor_next(&c->r, max, &rel);
   *p = c->buf + rel;
   return n;
 }

@@ -25,6 +25,30 @@ typedef struct pario_rcursor {
   MPI_Offset into;  /* bytes already consumed of that run */
 } pario_rcursor;
 
+/* The next contiguous piece of at most max bytes; *rel is its offset from the origin of copy
+ * 0. A dense typemap is one run filling its extent, so its copies form a single stream.
+ * Inline: the sieving loops call it once per piece, and pieces may be a few bytes. */
+static inline MPI_Offset pario_rcursor_next(pario_rcursor *c, MPI_Offset max, MPI_Offset *rel) {
+  const pario_typemap *t = c->tm;
+  if (t->dense) {
+    *rel = t->runs[0].off + c->copy * t->extent + c->into;
+    c->into += max;
+    return max;
+  }
+  const pario_run *r = &t->runs[c->run];
+  MPI_Offset n = r->len - c->into < max ? r->len - c->into : max;
+  *rel = c->copy * t->extent + r->off + c->into;
+  c->into += n;
+  if (c->into == r->len) {
+    c->into = 0;
+    if (++c->run == t->nruns) {
+      c->run = 0;
+      c->copy++;
+    }
+  }
+  return n;
+}
+
 /* A file cursor: data position -> successive file segments. */
 typedef struct pario_fcursor {
   const pario_view *v;
@@ -33,7 +57,11 @@ typedef struct pario_fcursor {
 
 void pario_fcursor_init(pario_fcursor *c, const pario_view *v, MPI_Offset pos);
 /* Next file segment of at most max bytes: returns its length, *off its absolute offset. */
-MPI_Offset pario_fcursor_next(pario_fcursor *c, MPI_Offset max, MPI_Offset *off);
+static inline MPI_Offset pario_fcursor_next(pario_fcursor *c, MPI_Offset max, MPI_Offset *off) {
+  MPI_Offset rel, n = pario_rcursor_next(&c->r, max, &rel);
+  *off = c->v->disp + rel;
+  return n;
+}
 
 /* Absolute file offset of data position pos. */
 MPI_Offset pario_view_file_offset(const pario_view *v, MPI_Offset pos);

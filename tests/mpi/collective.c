@@ -15,6 +15,7 @@
 static int rank, np;
 static char path[4096];
 
+#define PARIO_TEST_CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))
 static unsigned char pattern(long off) { return (unsigned char)(off * 131 + 7); }
 static unsigned char datum(int r, long i) { return (unsigned char)(r * 37 + i * 11 + 1); }
 
@@ -356,6 +357,71 @@ static void sieving_beside_plain(int coll) {
 }
 
 /* A rank with a bad argument gets its error; the others' collective completes. */
+/* Independent sieving reads, every rank on its own: pieces of len bytes every pitch bytes
+ * (pitches below and above the 1 KiB where pario switches from copying out of one window
+ * buffer to scattering with preadv), read into contiguous or strided memory, with windows
+ * (ind_rd_buffer_size) that cut pieces, and a file that ends inside the view (in a gap and
+ * inside a piece): every byte read must be the file's, the memory gaps untouched and the
+ * count exactly the bytes before end of file. */
+static void sieving_reads(void) {
+  static const long lens[] = {3, 40, 700, 1500}, pitches[] = {8, 300, 1024, 5000};
+  static const char *bufs[] = {"4096", "5000", "1000000"};
+  enum { N = 200, MGAP = 3 };
+  for (int li = 0; li < 4; li++)
+    for (int pi = 0; pi < 4; pi++) {
+      long len = lens[li], pitch = pitches[pi] < len ? len + 9 : pitches[pi];
+      long span = (N - 1) * pitch + len;
+      long cut = rank % 3 == 0 ? span : rank % 3 == 1 ? (N / 2) * pitch + len / 2 : (N / 3) * pitch + len + 1;
+      char mine[4200];
+      snprintf(mine, sizeof mine, "%s.r%d", path, rank);
+      FILE *fp = fopen(mine, "wb");
+      for (long i = 0; i < cut; i++) fputc(pattern(i), fp);
+      fclose(fp);
+      long expect = 0;
+      for (long i = 0; i < N; i++) expect += PARIO_TEST_CLAMP(cut - i * pitch, 0, len);
+      MPI_Datatype ft, mt;
+      MPI_Type_create_hvector(N, (int)len, pitch, MPI_BYTE, &ft);
+      MPI_Type_commit(&ft);
+      MPI_Type_create_hvector(N, (int)len, len + MGAP, MPI_BYTE, &mt);
+      MPI_Type_commit(&mt);
+      for (int b = 0; b < 3; b++)
+        for (int strided = 0; strided < 2; strided++) {
+          MPI_Info info;
+          MPI_Info_create(&info);
+          MPI_Info_set(info, "romio_ds_read", "enable");
+          MPI_Info_set(info, "ind_rd_buffer_size", bufs[b]);
+          MPI_File fh;
+          int rc = MPI_File_open(MPI_COMM_SELF, mine, MPI_MODE_RDONLY, info, &fh);
+          CHECK(rc == MPI_SUCCESS, "open %s", err_text(rc));
+          MPI_Info_free(&info);
+          MPI_File_set_view(fh, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+          long mlen = strided ? N * (len + MGAP) : N * len;
+          unsigned char *m = malloc((size_t)mlen);
+          memset(m, 0xEE, (size_t)mlen);
+          MPI_Status st;
+          rc = strided ? MPI_File_read_at(fh, 0, m, 1, mt, &st) : MPI_File_read_at(fh, 0, m, (int)(N * len), MPI_BYTE, &st);
+          CHECK(rc == MPI_SUCCESS, "read %s", err_text(rc));
+          MPI_Count got = -1;
+          MPI_Get_elements_x(&st, MPI_BYTE, &got);
+          CHECK(got == expect, "len %ld pitch %ld buf %s: read %lld bytes, want %ld", len, pitch, bufs[b], (long long)got, expect);
+          int bad = 0;
+          for (long i = 0, d = 0; i < N && !bad; i++)
+            for (long j = 0; j < len + (strided ? MGAP : 0) && !bad; j++) {
+              unsigned char *p = m + (strided ? i * (len + MGAP) : i * len) + j;
+              if (j >= len) bad = *p != 0xEE;
+              else if (d++ < expect) bad = *p != pattern(i * pitch + j);
+              else bad = *p != 0xEE;
+              if (bad) CHECK(0, "len %ld pitch %ld buf %s strided %d: byte %ld of piece %ld is %d", len, pitch, bufs[b], strided, j, i, *p);
+            }
+          free(m);
+          MPI_File_close(&fh);
+        }
+      MPI_Type_free(&ft);
+      MPI_Type_free(&mt);
+      remove(mine);
+    }
+}
+
 static void bad_rank(void) {
   MPI_File fh;
   MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR | MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
@@ -459,6 +525,7 @@ int main(int argc, char **argv) {
   sieving(1);
   sieving_beside_plain(1);
   sieving_beside_plain(0);
+  sieving_reads();
   bad_rank();
   aggregator_fails();
   if (rank == 0) remove(path);

@@ -4,6 +4,7 @@
 #include "async/engine.h"
 #include "collective/collective.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 typedef struct pario_job job;
@@ -23,6 +24,8 @@ struct pario_job {
   MPI_Request req; /* MPI_REQUEST_NULL for jobs waited with pario_engine_wait */
   pario_coll_ctx *coll; /* nonblocking collective: its context, and its place in the order */
   unsigned ticket;
+  int queued;      /* still in the FIFO, not yet taken by a worker */
+  struct pario_job *lnext, *lprev; /* the live list: jobs whose request is not freed yet */
 };
 
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -30,6 +33,8 @@ static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t drain_cond = PTHREAD_COND_INITIALIZER;
 static job *head, *tail;
 static int nworkers;
+static job *live;            /* jobs with a generalized request, until MPI frees it */
+static atomic_int nlive;     /* their number, read without the lock by every MPI_Wait */
 
 /* The worker publishes a job's results under q_lock before completing its request, so the
  * hand-off does not depend on how the MPI library orders memory internally. */
@@ -52,8 +57,21 @@ static void job_free(job *j) {
   free(j);
 }
 
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static void live_remove(job *j) { /* under q_lock */
+  if (j->lprev) j->lprev->lnext = j->lnext; else live = j->lnext;
+  if (j->lnext) j->lnext->lprev = j->lprev;
+  atomic_fetch_sub(&nlive, 1);
+}
+
 static int free_fn(void *extra) {
   pthread_mutex_lock(&q_lock); /* the worker's last touch of the job was under this lock */
+  live_remove(extra);
   pthread_mutex_unlock(&q_lock);
   job_free(extra);
   return MPI_SUCCESS;
@@ -88,7 +106,7 @@ static void run(job *j) {
   j->code = code;
   --j->f->pending;
   if (j->coll) j->f->coll_turn++;
-  j->done = 1;
+  __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE); /* also read by a spinning waiter */
   pthread_cond_broadcast(&drain_cond);
   pthread_mutex_unlock(&q_lock);
   if (req != MPI_REQUEST_NULL) PMPI_Grequest_complete(req); /* j may be freed from here on */
@@ -103,6 +121,7 @@ static void *worker(void *arg) {
     job *j = head;
     head = j->next;
     if (!head) tail = NULL;
+    j->queued = 0;
     pthread_mutex_unlock(&q_lock);
     run(j);
   }
@@ -156,6 +175,12 @@ static int submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *b
   }
   j->coll = coll;
   pthread_mutex_lock(&q_lock);
+  if (j->req != MPI_REQUEST_NULL) {
+    j->lnext = live;
+    if (live) live->lprev = j;
+    live = j;
+    atomic_fetch_add(&nlive, 1);
+  }
   f->pending++;
   if (coll) j->ticket = f->coll_ticket++;
   if (!pario_engine_async()) {
@@ -165,6 +190,7 @@ static int submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *b
   }
   ensure_workers(f->hints.io_threads);
   j->next = NULL;
+  j->queued = 1;
   if (tail) tail->next = j; else head = j;
   tail = j;
   pthread_cond_signal(&q_cond);
@@ -197,5 +223,59 @@ int pario_engine_wait(pario_job *j, MPI_Count *bytes) {
 void pario_engine_drain(pario_file *f) {
   pthread_mutex_lock(&q_lock);
   while (f->pending > 0) pthread_cond_wait(&drain_cond, &q_lock);
+  pthread_mutex_unlock(&q_lock);
+}
+
+/* The job behind request r, or NULL when r is not one of pario's; under q_lock. */
+static job *live_find(MPI_Request r) {
+  for (job *j = live; j; j = j->lnext)
+    if (j->req == r) return j;
+  return NULL;
+}
+
+int pario_engine_wait_request(MPI_Request r) {
+  if (r == MPI_REQUEST_NULL || atomic_load_explicit(&nlive, memory_order_relaxed) == 0) return 0;
+  pthread_mutex_lock(&q_lock);
+  job *j = live_find(r);
+  if (!j) {
+    pthread_mutex_unlock(&q_lock);
+    return 0;
+  }
+  if (j == head && !j->coll) { /* next in line anyway: run it here, no hand-off to a worker */
+    head = j->next;
+    if (!head) tail = NULL;
+    j->queued = 0;
+    pthread_mutex_unlock(&q_lock);
+    run(j);
+    return 1;
+  }
+  pthread_mutex_unlock(&q_lock);
+  /* j stays valid: its request is freed only by the host's wait that follows. A short spin
+   * first: where a core is free, a finished job is seen without a sleeping thread's wake-up. */
+  for (int spin = 0; spin < 4096 && !__atomic_load_n(&j->done, __ATOMIC_ACQUIRE); spin++)
+    cpu_relax();
+  pthread_mutex_lock(&q_lock);
+  while (!j->done) pthread_cond_wait(&drain_cond, &q_lock);
+  pthread_mutex_unlock(&q_lock);
+  return 1;
+}
+
+void pario_engine_wait_some(int n, const MPI_Request *reqs) {
+  if (atomic_load_explicit(&nlive, memory_order_relaxed) == 0) return;
+  pthread_mutex_lock(&q_lock);
+  for (;;) {
+    int active = 0;
+    for (int i = 0; i < n; i++) {
+      if (reqs[i] == MPI_REQUEST_NULL) continue;
+      job *j = live_find(reqs[i]);
+      if (!j || j->done) { /* not pario's (MPI must poll it), or finished already */
+        pthread_mutex_unlock(&q_lock);
+        return;
+      }
+      active++;
+    }
+    if (!active) break;
+    pthread_cond_wait(&drain_cond, &q_lock);
+  }
   pthread_mutex_unlock(&q_lock);
 }

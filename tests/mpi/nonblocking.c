@@ -1,6 +1,6 @@
 /* Nonblocking and split collective I/O: every operation with its data verified, 1000+
  * requests outstanding, MPI_Waitall over a mix of file, send and receive requests, errors
- * delivered through MPI_Wait, cancel of a started request, application collectives while
+ * delivered through MPI_Wait, Waitsome and Waitany (pario sleeps only on its own requests), cancel of a started request, application collectives while
  * I/O is in flight, and the thread level pario asks for. */
 #include "harness.h"
 
@@ -132,6 +132,60 @@ static void mixed_waitall(MPI_File fh) {
   CHECK(!memcmp(r, w, sizeof w), "mixed waitall data");
 }
 
+/* MPI_Waitsome over file requests only, and MPI_Waitany over a collective file request
+ * that cannot finish before a receive does: pario's wait may sleep only when every request
+ * is its own (rank 0 would otherwise wait for an iwrite_all that rank 1 starts only after
+ * rank 0's Waitany returned the receive: a hang). */
+static void wait_forms(MPI_File fh) {
+  enum { K = 6 };
+  int w[K][64], r[K][64], idx[K], done = 0;
+  MPI_Request q[K];
+  MPI_Status sts[K];
+  MPI_Offset off = (MPI_Offset)(3 * np + rank) * N * 4 * 16;
+  for (int k = 0; k < K; k++) {
+    fill(w[k], 64, 40 + k + rank);
+    MPI_File_iwrite_at(fh, off + k * 256, w[k], 64, MPI_INT, &q[k]);
+  }
+  while (done < K) {
+    int outc = 0;
+    CHECK(MPI_Waitsome(K, q, &outc, idx, sts) == MPI_SUCCESS, "waitsome");
+    if (outc == MPI_UNDEFINED || outc <= 0) break;
+    for (int i = 0; i < outc; i++) {
+      int c = -1;
+      MPI_Get_count(&sts[i], MPI_INT, &c);
+      CHECK(c == 64, "waitsome count %d", c);
+    }
+    done += outc;
+  }
+  CHECK(done == K, "waitsome finished %d of %d", done, K);
+  for (int k = 0; k < K; k++) MPI_File_read_at(fh, off + k * 256, r[k], 64, MPI_INT, MPI_STATUS_IGNORE);
+  CHECK(!memcmp(r, w, sizeof w), "waitsome data");
+  if (np < 2) return;
+  int token = 5, got = -1, wv[16], rv[16];
+  fill(wv, 16, 77 + rank);
+  MPI_Offset coff = (MPI_Offset)(4 * np + rank) * N * 4 * 16;
+  MPI_Request c[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  if (rank == 0) {
+    MPI_File_iwrite_at_all(fh, coff, wv, 16, MPI_INT, &c[0]);
+    MPI_Irecv(&got, 1, MPI_INT, 1, 11, MPI_COMM_WORLD, &c[1]);
+    int which = -1;
+    MPI_Waitany(2, c, &which, MPI_STATUS_IGNORE);
+    CHECK(which == 1 && got == 5, "waitany returned %d before the receive", which);
+    MPI_Send(&token, 1, MPI_INT, 1, 12, MPI_COMM_WORLD);
+    MPI_Status cs[2];
+    MPI_Waitall(2, c, cs);
+  } else {
+    if (rank == 1) {
+      MPI_Send(&token, 1, MPI_INT, 0, 11, MPI_COMM_WORLD);
+      MPI_Recv(&got, 1, MPI_INT, 0, 12, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    MPI_File_iwrite_at_all(fh, coff, wv, 16, MPI_INT, &c[0]);
+    MPI_Wait(&c[0], MPI_STATUS_IGNORE);
+  }
+  MPI_File_read_at(fh, coff, rv, 16, MPI_INT, MPI_STATUS_IGNORE);
+  CHECK(!memcmp(rv, wv, sizeof wv), "collective write waited with waitany");
+}
+
 static void collectives_during_io(MPI_File fh) {
   enum { BIG = 8 << 20 };
   char *b = malloc(BIG);
@@ -196,6 +250,7 @@ int main(int argc, char **argv) {
   every_operation(fh);
   many_outstanding(fh);
   mixed_waitall(fh);
+  wait_forms(fh);
   collectives_during_io(fh);
   MPI_File_close(&fh);
   error_through_wait();

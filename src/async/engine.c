@@ -24,7 +24,9 @@ struct pario_job {
   MPI_Request req; /* MPI_REQUEST_NULL for jobs waited with pario_engine_wait */
   pario_coll_ctx *coll; /* nonblocking collective: its context, and its place in the order */
   unsigned ticket;
-  int queued;      /* still in the FIFO, not yet taken by a worker */
+  int completed;   /* MPI_Grequest_complete has returned (MPICH's MPI_Waitall asserts on an
+                    * incomplete generalized request when the array holds MPI_REQUEST_NULL) */
+  int refs;        /* a job with a request: the worker's and the request's, under q_lock */
   struct pario_job *lnext, *lprev; /* the live list: jobs whose request is not freed yet */
 };
 
@@ -70,10 +72,12 @@ static void live_remove(job *j) { /* under q_lock */
 }
 
 static int free_fn(void *extra) {
-  pthread_mutex_lock(&q_lock); /* the worker's last touch of the job was under this lock */
-  live_remove(extra);
+  job *j = extra;
+  pthread_mutex_lock(&q_lock);
+  live_remove(j);
+  int last = --j->refs == 0; /* else the worker still marks it completed, then frees it */
   pthread_mutex_unlock(&q_lock);
-  job_free(extra);
+  if (last) job_free(j);
   return MPI_SUCCESS;
 }
 
@@ -106,11 +110,20 @@ static void run(job *j) {
   j->code = code;
   --j->f->pending;
   if (j->coll) j->f->coll_turn++;
-  __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE); /* also read by a spinning waiter */
+  j->done = 1;
   pthread_cond_broadcast(&drain_cond);
   pthread_mutex_unlock(&q_lock);
-  if (req != MPI_REQUEST_NULL) PMPI_Grequest_complete(req); /* j may be freed from here on */
-  else if (detached) job_free(j);
+  if (req != MPI_REQUEST_NULL) {
+    PMPI_Grequest_complete(req);
+    pthread_mutex_lock(&q_lock);
+    __atomic_store_n(&j->completed, 1, __ATOMIC_RELEASE); /* also read by a spinning waiter */
+    pthread_cond_broadcast(&drain_cond);
+    int last = --j->refs == 0; /* the request was freed already */
+    pthread_mutex_unlock(&q_lock);
+    if (last) job_free(j);
+  } else if (detached) {
+    job_free(j);
+  }
 }
 
 static void *worker(void *arg) {
@@ -121,7 +134,6 @@ static void *worker(void *arg) {
     job *j = head;
     head = j->next;
     if (!head) tail = NULL;
-    j->queued = 0;
     pthread_mutex_unlock(&q_lock);
     run(j);
   }
@@ -176,6 +188,7 @@ static int submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *b
   j->coll = coll;
   pthread_mutex_lock(&q_lock);
   if (j->req != MPI_REQUEST_NULL) {
+    j->refs = 2;
     j->lnext = live;
     if (live) live->lprev = j;
     live = j;
@@ -190,7 +203,6 @@ static int submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *b
   }
   ensure_workers(f->hints.io_threads);
   j->next = NULL;
-  j->queued = 1;
   if (tail) tail->next = j; else head = j;
   tail = j;
   pthread_cond_signal(&q_cond);
@@ -244,7 +256,6 @@ int pario_engine_wait_request(MPI_Request r) {
   if (j == head && !j->coll) { /* next in line anyway: run it here, no hand-off to a worker */
     head = j->next;
     if (!head) tail = NULL;
-    j->queued = 0;
     pthread_mutex_unlock(&q_lock);
     run(j);
     return 1;
@@ -252,10 +263,10 @@ int pario_engine_wait_request(MPI_Request r) {
   pthread_mutex_unlock(&q_lock);
   /* j stays valid: its request is freed only by the host's wait that follows. A short spin
    * first: where a core is free, a finished job is seen without a sleeping thread's wake-up. */
-  for (int spin = 0; spin < 4096 && !__atomic_load_n(&j->done, __ATOMIC_ACQUIRE); spin++)
+  for (int spin = 0; spin < 4096 && !__atomic_load_n(&j->completed, __ATOMIC_ACQUIRE); spin++)
     cpu_relax();
   pthread_mutex_lock(&q_lock);
-  while (!j->done) pthread_cond_wait(&drain_cond, &q_lock);
+  while (!j->completed) pthread_cond_wait(&drain_cond, &q_lock);
   pthread_mutex_unlock(&q_lock);
   return 1;
 }
@@ -268,7 +279,7 @@ void pario_engine_wait_some(int n, const MPI_Request *reqs) {
     for (int i = 0; i < n; i++) {
       if (reqs[i] == MPI_REQUEST_NULL) continue;
       job *j = live_find(reqs[i]);
-      if (!j || j->done) { /* not pario's (MPI must poll it), or finished already */
+      if (!j || j->completed) { /* not pario's (MPI must poll it), or finished already */
         pthread_mutex_unlock(&q_lock);
         return;
       }

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,14 +33,31 @@ static const char *amode_problem(int amode) {
 /* Wait for requests without spinning: ranks waiting for others would otherwise take the CPU
  * those need whenever ranks outnumber cores (MPI libraries busy-poll in MPI_Wait; with 4
  * MPICH ranks on 2 cores a blocking MPI_Barrier costs ~8 ms). A short spin keeps latency
- * low; after it the wait sleeps between polls, up to 200 us. */
+ * low; then, for up to YIELD_NS, every poll gives the core away (sched_yield: whoever else
+ * is runnable here runs first, and a free core polls again at once); after that the wait
+ * sleeps between polls, up to 200 us. Sleeping from the start cost a wake-up of up to the
+ * nap on every message of a short collective (write_ordered with 2 MiB records at 4 ranks:
+ * 0.45-0.8x of individual-pointer writes, 0.8-1.0x with the yielding phase). */
+#define YIELD_NS 2000000L
+
+static long mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
 void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st) {
   int done = 0;
-  long nap = 0;
+  long nap = 0, t0 = 0;
   for (int spin = 0; n > 0; spin++) {
     PMPI_Testall(n, reqs, &done, st);
     if (done) return;
     if (spin < 64) continue;
+    if (!t0) t0 = mono_ns();
+    if (mono_ns() - t0 < YIELD_NS) {
+      sched_yield();
+      continue;
+    }
     nap = nap ? PARIO_MIN(nap * 2, 200000) : 2000;
     struct timespec ts = {0, nap};
     nanosleep(&ts, NULL);

@@ -73,7 +73,9 @@ static int buffered_xfer(int fd, const struct iovec *iov_in, int iovcnt, off_t o
     /* Skip leading empty pieces so a zero return means end of file. */
     if (iov->iov_len == 0) { iov++; cnt--; continue; }
     int n = cnt < IOV_MAX ? cnt : IOV_MAX;
-    ssize_t r = write ? pwritev(fd, iov, n, off) : preadv(fd, iov, n, off);
+    ssize_t r = n == 1 /* pread/pwrite skip the kernel's iovec import: small records */
+                    ? (write ? pwrite(fd, iov->iov_base, iov->iov_len, off) : pread(fd, iov->iov_base, iov->iov_len, off))
+                    : (write ? pwritev(fd, iov, n, off) : preadv(fd, iov, n, off));
     if (r < 0) {
       if (errno == EINTR) continue;
       rc = errno;

@@ -110,6 +110,9 @@ int pario_file_check_out(MPI_File fh, const char *op, const void *out, pario_fil
 
 /* MPI_Waitall that sleeps between polls after a short spin (see open.c). */
 void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st);
+/* The same for small collectives whose latency matters: polls yield the core for a while
+ * before the wait starts to sleep. */
+void pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st);
 /* Agreement among the ranks of f->comm: returns the worst error class seen anywhere
  * (MPI_SUCCESS when all succeeded). */
 int pario_agree(MPI_Comm comm, int local_code);

@@ -120,7 +120,7 @@ int pario_sharedfp_ordered(pario_file *f, const char *op, MPI_Offset n, MPI_Offs
   long long mine = n, before = 0, v[3] = {0, 0, 0};
   MPI_Request r;
   PMPI_Iexscan(&mine, &before, 1, MPI_LONG_LONG, MPI_SUM, f->comm, &r);
-  pario_wait_all(1, &r, MPI_STATUSES_IGNORE); /* politely: see pario_wait_all */
+  pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE); /* politely: see wait_polite in core/open.c */
   if (f->rank == 0) before = 0; /* Exscan leaves rank 0's result undefined */
   int last = f->nprocs - 1;
   MPI_Offset base = 0;
@@ -131,7 +131,7 @@ int pario_sharedfp_ordered(pario_file *f, const char *op, MPI_Offset n, MPI_Offs
     v[1] = base;
   }
   PMPI_Ibcast(v, 3, MPI_LONG_LONG, last, f->comm, &r);
-  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
+  pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE);
   if (v[0]) return rc != MPI_SUCCESS ? rc : pario_err(MPI_ERR_OTHER, op, f->filename, 0, "shared file pointer unavailable");
   base = v[1];
   if (repl) { /* a replica on every rank, equal after the merge: every rank advances its own */
@@ -153,14 +153,14 @@ int pario_sharedfp_set(pario_file *f, const char *op, MPI_Offset target) {
   if (rc != MPI_SUCCESS) return rc;
   MPI_Request r;
   PMPI_Ibarrier(f->comm, &r);
-  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
+  pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE);
   if (f->rank == 0) {
     rc = pario_sharedfp_position(f, op, &s);
     s -= f->sfp_base;
   }
   long long v[2] = {rc != MPI_SUCCESS, s};
   PMPI_Ibcast(v, 2, MPI_LONG_LONG, 0, f->comm, &r);
-  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
+  pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE);
   if (v[0]) return rc != MPI_SUCCESS ? rc : pario_err(MPI_ERR_OTHER, op, f->filename, 0, "shared file pointer unavailable on rank 0");
   f->sfp_base = target - v[1];
   return MPI_SUCCESS;

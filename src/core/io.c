@@ -194,20 +194,19 @@ static int sieve_read_scatter(pario_file *f, const char *op, pario_fcursor *fc, 
       seg = 0;
       continue;
     }
-    MPI_Offset wstart = off, limit = PARIO_MIN(wstart + cap, last), data = 0, pos = off;
+    MPI_Offset wstart = off, limit = PARIO_MIN(wstart + cap, last), data = 0;
     int k = 0;
     for (;;) { /* seg bytes at off go to the caller's memory */
       int cnt;
       MPI_Offset m = pario_mcursor_iov(mc, seg, iov + k, BATCH - k, &cnt);
       k += cnt;
       data += m;
-      off += m;
+      off += m; /* the end of the batch so far */
       seg -= m;
-      pos = off;
       if (seg > 0 || *done + data == n) break; /* out of iovecs, or the access is complete */
       pario_fcursor ahead = *fc;
       MPI_Offset off2, seg2 = pario_fcursor_next(&ahead, n - *done - data, &off2);
-      MPI_Offset gap = off2 - pos;
+      MPI_Offset gap = off2 - off;
       if (off2 + seg2 > limit || gap < 0 || k + 1 + gap / SCRATCH >= BATCH) break;
       for (; gap > 0; gap -= SCRATCH) /* the bytes between two pieces: read and dropped */
         iov[k++] = (struct iovec){scratch, (size_t)PARIO_MIN(gap, SCRATCH)};
@@ -216,7 +215,7 @@ static int sieve_read_scatter(pario_file *f, const char *op, pario_fcursor *fc, 
       seg = seg2;
     }
     size_t got = 0;
-    MPI_Offset want = pos - wstart;
+    MPI_Offset want = off - wstart;
     int e = f->drv->preadv(f->dh, iov, k, (off_t)wstart, &got);
     if (e) {
       rc = xfer_error(f, op, PARIO_READ, e, want, wstart);

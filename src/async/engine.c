@@ -245,20 +245,20 @@ static job *live_find(MPI_Request r) {
   return NULL;
 }
 
-int pario_engine_wait_request(MPI_Request r) {
-  if (r == MPI_REQUEST_NULL || atomic_load_explicit(&nlive, memory_order_relaxed) == 0) return 0;
+void pario_engine_wait_request(MPI_Request r) {
+  if (r == MPI_REQUEST_NULL || atomic_load_explicit(&nlive, memory_order_relaxed) == 0) return;
   pthread_mutex_lock(&q_lock);
   job *j = live_find(r);
   if (!j) {
     pthread_mutex_unlock(&q_lock);
-    return 0;
+    return;
   }
   if (j == head && !j->coll) { /* next in line anyway: run it here, no hand-off to a worker */
     head = j->next;
     if (!head) tail = NULL;
     pthread_mutex_unlock(&q_lock);
     run(j);
-    return 1;
+    return;
   }
   pthread_mutex_unlock(&q_lock);
   /* j stays valid: its request is freed only by the host's wait that follows. A short spin
@@ -268,7 +268,6 @@ int pario_engine_wait_request(MPI_Request r) {
   pthread_mutex_lock(&q_lock);
   while (!j->completed) pthread_cond_wait(&drain_cond, &q_lock);
   pthread_mutex_unlock(&q_lock);
-  return 1;
 }
 
 void pario_engine_wait_some(int n, const MPI_Request *reqs) {

@@ -30,9 +30,9 @@ int pario_engine_wait(pario_job *j, MPI_Count *bytes);
 void pario_engine_drain(pario_file *f);
 
 /* MPI_Wait and friends, before the host MPI polls: when r is a request of pario's, wait for
- * its job without spinning (a job no worker has taken yet runs in the caller) and return 1;
- * the host's wait then only collects the result. 0 when r is not pario's. */
-int pario_engine_wait_request(MPI_Request r);
+ * its job without spinning (a job no worker has taken yet runs in the caller), so that the
+ * host's wait only collects the result; any other request returns at once. */
+void pario_engine_wait_request(MPI_Request r);
 /* MPI_Waitany/Waitsome: when every active request in reqs is pario's and none has finished,
  * sleep until one finishes; otherwise return at once. */
 void pario_engine_wait_some(int n, const MPI_Request *reqs);

@@ -319,7 +319,8 @@ int pario_access_ex(pario_file *f, const char *op, int rw, MPI_Offset pos, void 
     return pario_err(MPI_ERR_TYPE, op, f->filename, 0, "invalid datatype");
   MPI_Offset n = (MPI_Offset)count * tm->size, done = 0, first = 0, last = 0;
   if (n == 0) return MPI_SUCCESS;
-  pario_view_extent_of(&f->view, pos, n, &first, &last);
+  if (f->atomic || !f->view.contiguous) /* the lock's range; the end sieving windows stop at */
+    pario_view_extent_of(&f->view, pos, n, &first, &last);
   if (f->atomic) {
     int e = f->drv->lock(f->dh, rw == PARIO_WRITE ? PARIO_LOCK_WRITE : PARIO_LOCK_READ, first, last - first);
     if (e) return pario_err(MPI_ERR_IO, op, f->filename, e, "byte-range lock for atomic mode failed");
@@ -329,10 +330,12 @@ int pario_access_ex(pario_file *f, const char *op, int rw, MPI_Offset pos, void 
   pario_fcursor_init(&fc, &f->view, pos);
   pario_mcursor_init(&mc, buf, tm);
   int rc;
-  if (rw == PARIO_READ) {
-    rc = !sieving_read(f, n) ? walk(f, op, rw, &fc, &mc, n, &done, 0)
-         : (f->hints.direct_io || pitch(fc, n) < SCATTER_PITCH) ? sieve_read(f, op, &fc, &mc, n, &done, last)
-                              : sieve_read_scatter(f, op, &fc, &mc, n, &done, last);
+  if (rw == PARIO_READ && !sieving_read(f, n)) {
+    rc = walk(f, op, rw, &fc, &mc, n, &done, 0);
+  } else if (rw == PARIO_READ && !f->hints.direct_io && pitch(fc, n) >= SCATTER_PITCH) {
+    rc = sieve_read_scatter(f, op, &fc, &mc, n, &done, last);
+  } else if (rw == PARIO_READ) {
+    rc = sieve_read(f, op, &fc, &mc, n, &done, last);
   } else {
     int sieve = pario_sieves_write(f, n);
     if (sieve) pthread_rwlock_wrlock(&f->rmw_lock);

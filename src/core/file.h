@@ -32,6 +32,7 @@ typedef struct pario_file {
   const struct pario_sharedfp_component *sfp;
   void *sfp_state;
   MPI_Offset sfp_base;
+  int sfp_ordered;        /* ordered calls use the component's hook: 0 not known yet, 1 yes, -1 no */
   int sfp_err;            /* why the component set up at open failed (reported on use) */
   unsigned long long uid; /* agreed at open: names the pointer's storage */
   int nodes;              /* nodes spanned by the communicator */

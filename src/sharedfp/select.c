@@ -117,6 +117,17 @@ int pario_sharedfp_fetch_add(pario_file *f, const char *op, MPI_Offset n, MPI_Of
 int pario_sharedfp_ordered(pario_file *f, const char *op, MPI_Offset n, MPI_Offset *pos) {
   int rc = pario_sharedfp_merge(f, op), repl = pario_sharedfp_defers(f);
   if (rc != MPI_SUCCESS) return rc; /* merge agrees: every rank returns here together */
+  if (!f->sfp_ordered) { /* first ordered call: the hook only if every rank has it */
+    int ok = !repl && ready(f, op) == MPI_SUCCESS && f->sfp->ordered;
+    f->sfp_ordered = pario_agree(f->comm, ok ? MPI_SUCCESS : MPI_ERR_OTHER) == MPI_SUCCESS ? 1 : -1;
+  }
+  if (f->sfp_ordered > 0) {
+    MPI_Offset before = 0, old = 0;
+    int e = f->sfp->ordered(f->sfp_state, n, &before, &old);
+    if (e) return pario_err(pario_errno_class(e), op, f->filename, e, "shared file pointer update failed");
+    *pos = f->sfp_base + old + before;
+    return MPI_SUCCESS;
+  }
   long long mine = n, before = 0, v[3] = {0, 0, 0};
   MPI_Request r;
   PMPI_Iexscan(&mine, &before, 1, MPI_LONG_LONG, MPI_SUM, f->comm, &r);

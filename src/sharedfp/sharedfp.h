@@ -18,6 +18,11 @@ typedef struct pario_sharedfp_component {
   int (*setup)(pario_file *f, void **state);
   /* Atomically S += n; *old receives the previous S. Returns 0 or an errno value. */
   int (*fetch_add)(void *state, MPI_Offset n, MPI_Offset *old);
+  /* Optional, collective: the ordered-call reservation done by the component itself (sm,
+   * through its shared segment). *before receives the etypes of the ranks below this one,
+   * *old the S before the call; S advances once by the total. NULL: MPI_Exscan + one
+   * fetch_add + MPI_Bcast in select.c. */
+  int (*ordered)(void *state, MPI_Offset n, MPI_Offset *before, MPI_Offset *old);
   /* Release this rank's state (collective for components with setup). */
   void (*detach)(void *state);
   /* Remove f's storage if it exists (rank 0 at close, after everyone detached); may be NULL. */

@@ -1,18 +1,44 @@
 /* sm: the shared pointer in a POSIX shared-memory segment that every rank of the (single)
  * node maps, advanced with an atomic fetch-add: no locks, no messages. The segment is created
- * by whichever rank needs it first (a new segment reads as zero) and removed at close. */
+ * by whichever rank needs it first (a new segment reads as zero) and removed at close.
+ *
+ * Ordered calls meet in the same segment instead of in MPI_Exscan + MPI_Bcast: each rank
+ * posts its size and counts itself in; the last to arrive sums the sizes, advances the
+ * pointer once for all and opens the next generation; the others sleep on a futex on the
+ * generation word and then add up the sizes of the ranks below them (the exclusive scan).
+ * MPI_Exscan + MPI_Bcast are several message hops between ranks that may have given up the
+ * CPU (ranks outnumbering cores); here there is one wake-up. Sizes and bases
+ * are kept for two generations: a rank can enter call k+1 only after call k's generation is
+ * open, and call k+1 cannot complete while a rank still reads call k's sizes, so call k+2
+ * (which reuses call k's slots) cannot start writing them before every rank is done. */
 #include "sharedfp/sharedfp.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+typedef struct sm_seg {
+  int64_t value;   /* S */
+  uint32_t gen;    /* ordered calls completed (futex word) */
+  uint32_t arrived;
+  int64_t base[2]; /* S before each of the last two ordered calls */
+  int64_t size[];  /* [2][nprocs]: each rank's etypes in the last two ordered calls */
+} sm_seg;
+
 typedef struct sm_state {
-  int64_t *value;
+  sm_seg *seg;
+  size_t len;
+  int rank, nprocs;
+  MPI_Comm comm; /* the file's, for progress while waiting */
+  uint32_t gen; /* ordered calls this rank has completed */
 } sm_state;
 
 static void seg_name(const pario_file *f, char *buf, size_t n) {
@@ -23,37 +49,83 @@ static int sm_query(pario_file *f) { return f->nodes == 1 ? 30 : -1; }
 
 static int sm_attach(pario_file *f, void **state) {
   char name[64];
+  size_t len = sizeof(sm_seg) + 2 * (size_t)f->nprocs * sizeof(int64_t);
   seg_name(f, name, sizeof name);
   int fd = shm_open(name, O_RDWR | O_CREAT, 0600);
   if (fd < 0) return errno;
-  if (ftruncate(fd, sizeof(int64_t)) != 0) { /* growing to 8 bytes zero-fills; never shrinks */
+  if (ftruncate(fd, (off_t)len) != 0) { /* every rank asks for the same length; zero-filled */
     int e = errno;
     close(fd);
     return e;
   }
-  void *p = mmap(NULL, sizeof(int64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int e = p == MAP_FAILED ? errno : 0;
   close(fd);
   if (e) return e;
   sm_state *s = malloc(sizeof *s);
   if (!s) {
-    munmap(p, sizeof(int64_t));
+    munmap(p, len);
     return ENOMEM;
   }
-  s->value = p;
+  *s = (sm_state){.seg = p, .len = len, .rank = f->rank, .nprocs = f->nprocs, .comm = f->comm, .gen = 0};
   *state = s;
   return 0;
 }
 
 static int sm_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
   sm_state *s = state;
-  *old = __atomic_fetch_add(s->value, (int64_t)n, __ATOMIC_SEQ_CST);
+  *old = __atomic_fetch_add(&s->seg->value, (int64_t)n, __ATOMIC_SEQ_CST);
+  return 0;
+}
+
+/* Until *gen moves past old. The sleeps are 1 ms at most, each followed by an MPI_Iprobe:
+ * the rank is inside an MPI call, and a rank that has not arrived yet may be blocked in a
+ * send to this one that completes only while this rank's MPI makes progress (a large message
+ * to a receive posted before the ordered call; MPICH without a progress thread). */
+static void wait_gen(uint32_t *gen, uint32_t old, MPI_Comm comm) {
+  for (int spin = 0; __atomic_load_n(gen, __ATOMIC_ACQUIRE) == old; spin++) {
+    if (spin < 100) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    /* Sleeps only while *gen is still old; EINTR, EAGAIN and the timeout just loop. */
+    struct timespec ms = {0, 1000000};
+    syscall(SYS_futex, gen, FUTEX_WAIT, old, &ms, NULL, 0);
+    int flag;
+    if (__atomic_load_n(gen, __ATOMIC_ACQUIRE) == old)
+      PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
+  }
+}
+
+static int sm_ordered(void *state, MPI_Offset n, MPI_Offset *before, MPI_Offset *old) {
+  sm_state *s = state;
+  sm_seg *g = s->seg;
+  uint32_t k = s->gen, slot = k & 1;
+  int64_t *size = g->size + (size_t)slot * (size_t)s->nprocs;
+  __atomic_store_n(&size[s->rank], (int64_t)n, __ATOMIC_RELAXED);
+  if (__atomic_add_fetch(&g->arrived, 1, __ATOMIC_ACQ_REL) == (uint32_t)s->nprocs) {
+    int64_t total = 0;
+    for (int i = 0; i < s->nprocs; i++) total += __atomic_load_n(&size[i], __ATOMIC_RELAXED);
+    g->base[slot] = __atomic_fetch_add(&g->value, total, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&g->arrived, 0, __ATOMIC_RELAXED); /* published by the release below */
+    __atomic_store_n(&g->gen, k + 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &g->gen, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+  } else {
+    wait_gen(&g->gen, k, s->comm);
+  }
+  int64_t sum = 0;
+  for (int i = 0; i < s->rank; i++) sum += __atomic_load_n(&size[i], __ATOMIC_RELAXED);
+  *before = sum;
+  *old = g->base[slot];
+  s->gen = k + 1;
   return 0;
 }
 
 static void sm_detach(void *state) {
   sm_state *s = state;
-  munmap(s->value, sizeof(int64_t));
+  munmap(s->seg, s->len);
   free(s);
 }
 
@@ -65,4 +137,4 @@ static void sm_remove(pario_file *f) {
 
 const pario_sharedfp_component pario_sharedfp_sm = {
     .name = "sm", .query = sm_query, .attach = sm_attach, .fetch_add = sm_fetch_add,
-    .detach = sm_detach, .remove = sm_remove};
+    .ordered = sm_ordered, .detach = sm_detach, .remove = sm_remove};

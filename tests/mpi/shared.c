@@ -2,7 +2,8 @@
  * | auto; argv[2]: stress records): a write_shared stress with every record checked exactly
  * once; a work queue served with read_shared (individual: reads refused, writes ordered by
  * time instead); write_ordered in rank order; seek_shared/get_position_shared agreeing across
- * ranks and with the data; set_view resetting the pointer; get_info naming the component;
+ * ranks and with the data; long runs of ordered calls with independent writes between them
+ * in an exact layout, and one beside a large send still waiting for its receiver; set_view resetting the pointer; get_info naming the component;
  * rank 0 computing without MPI calls while the others use the pointer; and no storage left
  * behind (nor created by a program that never uses shared pointers). */
 #define _POSIX_C_SOURCE 200809L
@@ -117,6 +118,86 @@ static void check_write_ordered(MPI_File fh, int at) {
   for (int q = 0; q < np && k < 8; q++)
     for (int j = 0; j <= q % 2 && k < 8; j++, k++)
       CHECK(got[k] == (j ? 2000 : 1000) + q, "write_ordered element %d: %d", k, got[k]);
+}
+
+/* Many ordered calls in a row, of sizes that differ by rank and round (zero included), some
+ * split, with one rank's independent write_shared between two of them now and then. Every
+ * rank enters an ordered call after its own earlier writes, so the file's layout is exact:
+ * per round the independent record, then the round's block in rank order. Catches a
+ * generation mix-up in a component's own ordered protocol (sm's segment) and lost records. */
+enum { ROUNDS = 600 };
+static int ord_n(int q, int r) { return (q * 7 + r * 3) % 4; }
+static long long ord_val(int r, int q, int k) { return ((long long)r << 20) | (q << 8) | k; }
+static int ord_indep(int r) { return r % 5 == 2 ? (r / 5) % np : -1; } /* who writes one, or -1 */
+
+static void ordered_stress(const char *comp) {
+  MPI_File fh = open_with(comp, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  MPI_File_set_size(fh, 0);
+  MPI_File_set_view(fh, 0, MPI_LONG_LONG, MPI_LONG_LONG, "native", MPI_INFO_NULL);
+  long long v[4], total = 0;
+  MPI_Status st;
+  for (int r = 0; r < ROUNDS; r++) {
+    if (ord_indep(r) == rank) {
+      long long x = ((long long)r << 20) | (1 << 19) | rank;
+      CHECK(MPI_File_write_shared(fh, &x, 1, MPI_LONG_LONG, &st) == MPI_SUCCESS, "write_shared round %d", r);
+    }
+    int n = ord_n(rank, r), got = -1, rc;
+    for (int k = 0; k < n; k++) v[k] = ord_val(r, rank, k);
+    if (r % 3 == 1) {
+      rc = MPI_File_write_ordered_begin(fh, v, n, MPI_LONG_LONG);
+      if (rc == MPI_SUCCESS) rc = MPI_File_write_ordered_end(fh, v, &st);
+    } else {
+      rc = MPI_File_write_ordered(fh, v, n, MPI_LONG_LONG, &st);
+    }
+    MPI_Get_count(&st, MPI_LONG_LONG, &got);
+    CHECK(rc == MPI_SUCCESS && got == n, "%s round %d: write_ordered %s, count %d of %d", comp, r, err_text(rc), got, n);
+    total += ord_indep(r) >= 0;
+    for (int q = 0; q < np; q++) total += ord_n(q, r);
+  }
+  MPI_File_sync(fh);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_File_sync(fh);
+  MPI_Offset pos;
+  MPI_File_get_position_shared(fh, &pos);
+  CHECK(pos == total, "%s: pointer after %d ordered rounds %lld, want %lld", comp, ROUNDS, (long long)pos, total);
+  if (rank == 0) {
+    long long *want = malloc(sizeof(long long) * (size_t)total), *have = calloc((size_t)total, sizeof(long long));
+    long long i = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+      if (ord_indep(r) >= 0) want[i++] = ((long long)r << 20) | (1 << 19) | ord_indep(r);
+      for (int q = 0; q < np; q++)
+        for (int k = 0; k < ord_n(q, r); k++) want[i++] = ord_val(r, q, k);
+    }
+    MPI_File_read_at(fh, 0, have, (int)total, MPI_LONG_LONG, &st);
+    for (i = 0; i < total && have[i] == want[i]; i++) continue;
+    CHECK(i == total, "%s: ordered layout differs at element %lld: %#llx, want %#llx", comp, i,
+          i < total ? have[i] : 0, i < total ? want[i] : 0);
+    free(want);
+    free(have);
+  }
+  MPI_File_close(&fh);
+}
+
+/* A rank that has not reached an ordered call yet may be blocked sending to one that is
+ * already waiting in it: a large message to a receive posted before the call, which many
+ * MPIs complete only while the receiver makes progress. The wait must keep that going. */
+static void ordered_progress(const char *comp) {
+  if (np < 2) return;
+  enum { BIG = 8 << 20 };
+  char *msg = calloc(BIG, 1);
+  MPI_File fh = open_with(comp, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_Status st;
+  int v = rank, got = -1;
+  MPI_File_write_ordered(fh, &v, 1, MPI_INT, &st); /* the first call may agree through MPI */
+  if (rank == 0) MPI_Irecv(msg, BIG, MPI_CHAR, 1, 7, MPI_COMM_WORLD, &req);
+  if (rank == 1) MPI_Send(msg, BIG, MPI_CHAR, 0, 7, MPI_COMM_WORLD);
+  int rc = MPI_File_write_ordered(fh, &v, 1, MPI_INT, &st);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  MPI_Get_count(&st, MPI_INT, &got);
+  CHECK(rc == MPI_SUCCESS && got == 1, "%s: write_ordered beside a large send: %s", comp, err_text(rc));
+  MPI_File_close(&fh);
+  free(msg);
 }
 
 /* individual: reads are refused naming op and file; writes land in time order (here made
@@ -238,6 +319,8 @@ int main(int argc, char **argv) {
   CHECK(count_hidden() == 0, "no shared-pointer storage without a shared-pointer call");
   MPI_File_close(&fh);
   stress(comp, records);
+  ordered_stress(comp);
+  ordered_progress(comp);
   if (strcmp(comp, "individual")) work_queue(comp);
   else individual_checks();
   busy_owner(comp);

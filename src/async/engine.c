@@ -4,6 +4,7 @@
 #include "async/engine.h"
 #include "collective/collective.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -128,6 +129,8 @@ static void run(job *j) {
 
 static void *worker(void *arg) {
   (void)arg;
+  struct sched_param sp = {0};
+  pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
   for (;;) {
     pthread_mutex_lock(&q_lock);
     while (!head) pthread_cond_wait(&q_cond, &q_lock);
@@ -222,8 +225,23 @@ int pario_engine_submit_coll(pario_file *f, const char *op, int rw, MPI_Offset p
   return submit(f, op, rw, pos, buf, count, type, req, handle, c);
 }
 
+/* Takes j off the queue when it is next in line and no worker has it yet, so that its waiter
+ * runs it: no hand-off to a worker and back. Collectives keep to their workers (their order
+ * across ranks is the engine's). Under q_lock. */
+static int take_if_next(job *j) {
+  if (j != head || j->coll) return 0;
+  head = j->next;
+  if (!head) tail = NULL;
+  return 1;
+}
+
 int pario_engine_wait(pario_job *j, MPI_Count *bytes) {
   pthread_mutex_lock(&q_lock);
+  if (take_if_next(j)) {
+    pthread_mutex_unlock(&q_lock);
+    run(j);
+    pthread_mutex_lock(&q_lock);
+  }
   while (!j->done) pthread_cond_wait(&drain_cond, &q_lock);
   pthread_mutex_unlock(&q_lock);
   int code = j->code;
@@ -253,9 +271,7 @@ void pario_engine_wait_request(MPI_Request r) {
     pthread_mutex_unlock(&q_lock);
     return;
   }
-  if (j == head && !j->coll) { /* next in line anyway: run it here, no hand-off to a worker */
-    head = j->next;
-    if (!head) tail = NULL;
+  if (take_if_next(j)) {
     pthread_mutex_unlock(&q_lock);
     run(j);
     return;

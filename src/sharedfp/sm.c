@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdint.h>
@@ -78,16 +79,33 @@ static int sm_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
   return 0;
 }
 
-/* Until *gen moves past old. The sleeps are 1 ms at most, each followed by an MPI_Iprobe:
- * the rank is inside an MPI call, and a rank that has not arrived yet may be blocked in a
- * send to this one that completes only while this rank's MPI makes progress (a large message
- * to a receive posted before the ordered call; MPICH without a progress thread). */
+static long long mono_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/* Until *gen moves past old. First a short spin, then sched_yield for up to YIELD_US: with
+ * small records the others arrive within microseconds, and a futex sleep and wake-up per call
+ * cost more than the call (64-byte write_ordered at 4 ranks on 2 cores: 129 K records/s
+ * sleeping at once, 465-556 K yielding first). Then sleeps of at
+ * most 1 ms, each followed by an MPI_Iprobe: the rank is inside an MPI call, and a rank that
+ * has not arrived yet may be blocked in a send to this one that completes only while this
+ * rank's MPI makes progress (a large message to a receive posted before the ordered call;
+ * MPICH without a progress thread). */
+enum { YIELD_US = 100 };
 static void wait_gen(uint32_t *gen, uint32_t old, MPI_Comm comm) {
+  long long t0 = 0;
   for (int spin = 0; __atomic_load_n(gen, __ATOMIC_ACQUIRE) == old; spin++) {
     if (spin < 100) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
+      continue;
+    }
+    if (!t0) t0 = mono_us();
+    if (mono_us() - t0 < YIELD_US) {
+      sched_yield();
       continue;
     }
     /* Sleeps only while *gen is still old; EINTR, EAGAIN and the timeout just loop. */

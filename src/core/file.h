@@ -117,6 +117,8 @@ void pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st);
 /* Agreement among the ranks of f->comm: returns the worst error class seen anywhere
  * (MPI_SUCCESS when all succeeded). */
 int pario_agree(MPI_Comm comm, int local_code);
+/* CLOCK_MONOTONIC in nanoseconds (for the polite waits' yield phases). */
+long pario_mono_ns(void);
 /* MPI_ERR_NOT_SAME (as a code naming op) unless every rank passed the same value. */
 int pario_check_same(pario_file *f, const char *op, const char *what, long long value);
 

@@ -30,7 +30,7 @@ static const char *amode_problem(int amode) {
   return NULL;
 }
 
-static long mono_ns(void) {
+long pario_mono_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1000000000L + ts.tv_nsec;
@@ -49,8 +49,8 @@ static void wait_polite(int n, MPI_Request *reqs, MPI_Status *st, long yield_ns)
     PMPI_Testall(n, reqs, &done, st);
     if (done) return;
     if (spin < 64) continue;
-    if (yield_ns && !t0) t0 = mono_ns();
-    if (yield_ns && mono_ns() - t0 < yield_ns) {
+    if (yield_ns && !t0) t0 = pario_mono_ns();
+    if (yield_ns && pario_mono_ns() - t0 < yield_ns) {
       sched_yield();
       continue;
     }

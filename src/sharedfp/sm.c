@@ -15,9 +15,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,23 +79,17 @@ static int sm_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
   return 0;
 }
 
-static long long mono_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
-}
-
-/* Until *gen moves past old. First a short spin, then sched_yield for up to YIELD_US: with
- * small records the others arrive within microseconds, and a futex sleep and wake-up per call
- * cost more than the call (64-byte write_ordered at 4 ranks on 2 cores: 129 K records/s
- * sleeping at once, 465-556 K yielding first). Then sleeps of at
- * most 1 ms, each followed by an MPI_Iprobe: the rank is inside an MPI call, and a rank that
- * has not arrived yet may be blocked in a send to this one that completes only while this
- * rank's MPI makes progress (a large message to a receive posted before the ordered call;
- * MPICH without a progress thread). */
-enum { YIELD_US = 100 };
+/* Until *gen moves past old. First a short spin, then sched_yield for up to 100 us: with
+ * small records the others arrive within microseconds, and a futex sleep and wake-up per
+ * call cost more than the call (64-byte write_ordered at 4 ranks on 2 cores: 129 K records/s
+ * sleeping at once, 465-556 K yielding first). Then sleeps of at most 1 ms, each followed by
+ * an MPI_Iprobe: the rank is inside an MPI call, and a rank that has not arrived yet may be
+ * blocked in a send to this one that completes only while this rank's MPI makes progress (a
+ * large message to a receive posted before the ordered call; MPICH without a progress
+ * thread). */
+enum { YIELD_NS = 100000 };
 static void wait_gen(uint32_t *gen, uint32_t old, MPI_Comm comm) {
-  long long t0 = 0;
+  long t0 = 0;
   for (int spin = 0; __atomic_load_n(gen, __ATOMIC_ACQUIRE) == old; spin++) {
     if (spin < 100) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -103,8 +97,8 @@ static void wait_gen(uint32_t *gen, uint32_t old, MPI_Comm comm) {
 #endif
       continue;
     }
-    if (!t0) t0 = mono_us();
-    if (mono_us() - t0 < YIELD_US) {
+    if (!t0) t0 = pario_mono_ns();
+    if (pario_mono_ns() - t0 < YIELD_NS) {
       sched_yield();
       continue;
     }

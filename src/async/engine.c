@@ -60,12 +60,6 @@ static void job_free(job *j) {
   free(j);
 }
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 static void live_remove(job *j) { /* under q_lock */
   if (j->lprev) j->lprev->lnext = j->lnext; else live = j->lnext;
   if (j->lnext) j->lnext->lprev = j->lprev;
@@ -280,7 +274,7 @@ void pario_engine_wait_request(MPI_Request r) {
   /* j stays valid: its request is freed only by the host's wait that follows. A short spin
    * first: where a core is free, a finished job is seen without a sleeping thread's wake-up. */
   for (int spin = 0; spin < 4096 && !__atomic_load_n(&j->completed, __ATOMIC_ACQUIRE); spin++)
-    cpu_relax();
+    pario_cpu_relax();
   pthread_mutex_lock(&q_lock);
   while (!j->completed) pthread_cond_wait(&drain_cond, &q_lock);
   pthread_mutex_unlock(&q_lock);

@@ -19,6 +19,13 @@
 #define PARIO_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define PARIO_MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* One iteration of a short busy-wait: tells the CPU we spin (x86 pause). */
+static inline void pario_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 /* Create an MPI error code of class errclass whose MPI_Error_string reads
  * "<op>: <path>: <formatted message>[: <strerror(syserr)>]". syserr 0 means none. */
 int pario_err(int errclass, const char *op, const char *path, int syserr, const char *fmt, ...)

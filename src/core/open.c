@@ -65,9 +65,11 @@ static void wait_polite(int n, MPI_Request *reqs, MPI_Status *st, long yield_ns)
  * naps at once. */
 void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st) { wait_polite(n, reqs, st, 0); }
 
-/* Small collectives whose latency is the cost (shared-pointer ordered calls, seek): a nap
- * cost up to 200 us per message (write_ordered with 2 MiB records at 4 ranks: 0.45-0.8x of
- * individual-pointer writes; 0.7-1.0x when the wait yields for up to 2 ms first). */
+/* Small collectives whose latency is the cost (shared-pointer ordered calls of every
+ * component but sm, which meets in its segment; seek): a nap cost up to 200 us per message
+ * (measured when sm still used this path, write_ordered with 2 MiB records at 4 ranks:
+ * 0.45-0.8x of individual-pointer writes; 0.7-1.0x when the wait yields for up to 2 ms
+ * first; commit 5181410 has the command). */
 void pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st) { wait_polite(n, reqs, st, 2000000L); }
 
 /* MAX-allreduce of n values, waiting politely. */

@@ -104,12 +104,16 @@ int pario_sharedfp_merge(pario_file *f, const char *op) {
   return pario_sharedfp_individual.merge(f, f->sfp ? f->sfp_state : NULL, op);
 }
 
+static int update_failed(pario_file *f, const char *op, int e) {
+  return pario_err(pario_errno_class(e), op, f->filename, e, "shared file pointer update failed");
+}
+
 int pario_sharedfp_fetch_add(pario_file *f, const char *op, MPI_Offset n, MPI_Offset *pos) {
   MPI_Offset old = 0;
   int rc = ready(f, op);
   if (rc != MPI_SUCCESS) return rc;
   int e = f->sfp->fetch_add(f->sfp_state, n, &old);
-  if (e) return pario_err(pario_errno_class(e), op, f->filename, e, "shared file pointer update failed");
+  if (e) return update_failed(f, op, e);
   *pos = f->sfp_base + old;
   return MPI_SUCCESS;
 }
@@ -124,7 +128,7 @@ int pario_sharedfp_ordered(pario_file *f, const char *op, MPI_Offset n, MPI_Offs
   if (f->sfp_ordered > 0) {
     MPI_Offset before = 0, old = 0;
     int e = f->sfp->ordered(f->sfp_state, n, &before, &old);
-    if (e) return pario_err(pario_errno_class(e), op, f->filename, e, "shared file pointer update failed");
+    if (e) return update_failed(f, op, e);
     *pos = f->sfp_base + old + before;
     return MPI_SUCCESS;
   }

@@ -92,9 +92,7 @@ static void wait_gen(uint32_t *gen, uint32_t old, MPI_Comm comm) {
   long t0 = 0;
   for (int spin = 0; __atomic_load_n(gen, __ATOMIC_ACQUIRE) == old; spin++) {
     if (spin < 100) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
+      pario_cpu_relax();
       continue;
     }
     if (!t0) t0 = pario_mono_ns();

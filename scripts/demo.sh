@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # make demo: the native MPI-IO against pario on this machine, both MPIs. First the examples
 # (files compared byte for byte), then the benchmark sweep `pario bench run all --quick`,
-# which prints a summary table and writes results/demo-*/report.html.
+# which prints a headline per suite (overlap in the direct-I/O regime, where a nonblocking
+# write can overlap the computation) and a summary table, and writes results/demo-*/report.html
+# with summary.csv and summary.json beside it. Ctrl-C stops the MPI job in progress and exits
+# 130 (pario runs in place of this script, so it gets the signal itself).
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."

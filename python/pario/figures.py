@@ -1,4 +1,4 @@
-"""PNG figures of a report, one function per suite, each redrawing a seed paper's figure.
+"""Figures of a report (PNG and SVG), one function per suite, each redrawing a seed paper's figure.
 
   overlap    Büttner Fig. 7.1/7.2: average nonblocking/blocking ratio per configuration
   cfs        Nitzberg Fig. 5-9: MB/s against rank count, one curve per block size
@@ -6,19 +6,26 @@
   sharedfp   Vanegas ch. 5: shared-pointer bandwidth against rank count, one curve per mode
   btio       RIO/BTIO: compute and I/O time breakdown per configuration
 
-Every function takes the Groups of its suite and an output directory, writes PNGs there and
-returns (file name, caption) pairs. Native is drawn solid, pario dashed.
+Every function takes the Groups of its suite and an output directory, writes each figure
+there as PNG and SVG and returns (PNG file name, caption) pairs. Native is drawn solid, pario
+dashed. Every panel has a legend; a point is the median of its configuration's runs, with
+whiskers from the lowest to the highest when the configuration ran more than once; an axis
+whose values span more than two decades is logarithmic (wants_log).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import matplotlib
 
 matplotlib.use("Agg")
+matplotlib.rcParams["svg.fonttype"] = "none"     # text stays text in the SVG files (searchable)
+matplotlib.rcParams["svg.hashsalt"] = "pario"    # stable ids: the same figure gives the same file
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
@@ -31,6 +38,8 @@ IMPL_STYLE = {"native": {"linestyle": "-", "marker": "o"}, "pario": {"linestyle"
 IMPL_HATCH = {"native": "", "pario": "//"}
 IMPL_COLOR = {"native": "#4c72b0", "pario": "#dd8452"}
 DPI = 100
+LOG_RATIO = 100.0      # y values spanning more than this factor get a log axis
+LOG_RATIO_X = 8.0      # x values (sizes, rank counts: doubling sweeps) from this factor on
 
 
 def _mpis(groups: Sequence[Group]) -> List[str]:
@@ -43,9 +52,22 @@ def _impls(groups: Sequence[Group]) -> List[str]:
     return [i for i in IMPLS if i in present] + sorted(present - set(IMPLS))
 
 
+def wants_log(values, ratio: float = LOG_RATIO) -> bool:
+    """Whether an axis showing these values should be logarithmic: all of them positive and the
+    largest more than `ratio` times the smallest (they span decades)."""
+    vals = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
+            and math.isfinite(v)]
+    if len(vals) < 2 or min(vals) <= 0:
+        return False
+    return max(vals) / min(vals) > ratio
+
+
 def _save(fig, out_dir: str, name: str) -> str:
+    """Write the figure as NAME (PNG) and the same name with .svg; return NAME."""
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, name), dpi=DPI, bbox_inches="tight")
+    fig.savefig(os.path.join(out_dir, os.path.splitext(name)[0] + ".svg"), bbox_inches="tight",
+                metadata={"Date": None})
     plt.close(fig)
     return name
 
@@ -65,35 +87,62 @@ def _order(values: tuple) -> tuple:
                  for v in values)
 
 
+def _point(g: Group, metric: str) -> Optional[Tuple[float, float, float, int]]:
+    """(median, min, max, runs) of a configuration's successful runs."""
+    med = g.median(metric)
+    if med is None:
+        return None
+    return med, g.min(metric), g.max(metric), len(g.values(metric))
+
+
+def _curve_name(keys: Sequence[str], values: tuple, impl: str) -> str:
+    parts = [fmt_param(k, v) if k in ("mode",) or k in SIZE_NAMES else f"{k}={fmt_param(k, v)}"
+             for k, v in zip(keys, values) if v is not None]
+    return ", ".join(parts + [impl])
+
+
+SIZE_NAMES = ("block_size", "region_size", "data_size", "elements", "file_size")
+
+
 def _curves(ax, groups: Sequence[Group], x_param: str, metric: str, curve_keys: Sequence[str],
-            log_x: bool = True) -> int:
-    """One line per (curve key values, impl): metric mean against x_param (or 'ranks')."""
+            log_x: bool = True) -> List[float]:
+    """One line per (curve key values, impl): median of metric against x_param (or 'ranks'),
+    whiskers min-max where a configuration ran more than once. Returns the values drawn."""
     curves: Dict[tuple, List[Group]] = {}
     for g in groups:
-        if g.mean(metric) is None:
+        if g.median(metric) is None:
             continue
         key = tuple(g.params.get(k) if k != "ranks" else g.ranks for k in curve_keys)
         curves.setdefault((key, g.impl), []).append(g)
     keys = sorted({k for k, _ in curves}, key=_order)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    drawn = 0
+    drawn: List[float] = []
     for i, key in enumerate(keys):
         for impl in IMPLS:
             gs = curves.get((key, impl))
             if not gs:
                 continue
-            pts = sorted((g.ranks if x_param == "ranks" else g.params.get(x_param), g.mean(metric)) for g in gs)
-            name = ", ".join(fmt_param(k, v) for k, v in zip(curve_keys, key)) if curve_keys else ""
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colors[i % len(colors)],
-                    label=f"{name} {impl}".strip(), **IMPL_STYLE.get(impl, {}))
-            drawn += 1
-    if log_x:
+            pts = sorted(((g.ranks if x_param == "ranks" else g.params.get(x_param),) + _point(g, metric)
+                          for g in gs), key=_order)
+            xs = [p[0] for p in pts]
+            med = [p[1] for p in pts]
+            style = dict(color=colors[i % len(colors)], label=_curve_name(curve_keys, key, impl),
+                         **IMPL_STYLE.get(impl, {}))
+            if any(p[4] > 1 for p in pts):
+                ax.errorbar(xs, med, yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]],
+                            capsize=3, **style)
+                drawn += [p[2] for p in pts] + [p[3] for p in pts]
+            else:
+                ax.plot(xs, med, **style)
+            drawn += med
+    xs = sorted({g.ranks if x_param == "ranks" else g.params.get(x_param) for g in groups
+                 if isinstance(g.ranks if x_param == "ranks" else g.params.get(x_param), (int, float))})
+    if log_x and wants_log(xs, LOG_RATIO_X):
         ax.set_xscale("log", base=2)
-        xs = sorted({g.ranks if x_param == "ranks" else g.params.get(x_param) for g in groups
-                     if isinstance(g.ranks if x_param == "ranks" else g.params.get(x_param), (int, float))})
-        if xs:
-            ax.set_xticks(xs)
-            ax.set_xticklabels([str(x) if x_param == "ranks" else fmt_param(x_param, x) for x in xs])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    if xs:
+        ax.set_xticks(xs)
+        ax.set_xticklabels([str(x) if x_param == "ranks" else fmt_param(x_param, x) for x in xs])
     ax.grid(True, alpha=0.3)
     return drawn
 
@@ -105,25 +154,22 @@ def _log_y(ax) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def _legend(ax, outside: bool = False) -> None:
-    handles, labels = ax.get_legend_handles_labels()
+def _impl_handles(impls: Sequence[str] = IMPLS) -> list:
+    return [Line2D([], [], color="grey", label=impl, **IMPL_STYLE.get(impl, {})) for impl in impls]
+
+
+def _legend(ax, outside: bool = True, handles: Optional[list] = None) -> None:
+    """A legend on this panel (right of it when `outside`). A panel without data gets the key of
+    the line styles, so that every panel has one."""
+    if handles is None:
+        handles, _ = ax.get_legend_handles_labels()
     if not handles:
-        return
+        handles = _impl_handles()
+    kw = dict(fontsize="small", handles=handles)
     if outside:
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, **kw)
     else:
-        ax.legend(fontsize="small", ncol=2 if len(handles) > 6 else 1)
-
-
-def _legend_once(axes) -> None:
-    """One legend, right of the last axes, for curves that are the same in every panel."""
-    seen: Dict[str, object] = {}
-    for ax in axes:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            seen.setdefault(lab, h)
-    if seen:
-        axes[-1].legend(list(seen.values()), list(seen.keys()), fontsize="small", loc="upper left",
-                        bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+        ax.legend(ncol=2 if len(handles) > 6 else 1, **kw)
 
 
 def _missing(groups: Sequence[Group], metric: str) -> str:
@@ -144,6 +190,12 @@ def _missing(groups: Sequence[Group], metric: str) -> str:
     return ("no data: " + "; ".join(notes)) if notes else ""
 
 
+def _repeat_note(groups: Sequence[Group], metric: str) -> str:
+    if any(len(g.values(metric)) > 1 for g in groups):
+        return " Points: median of the runs of a configuration, whiskers from the lowest to the highest."
+    return ""
+
+
 def _title(ax, title: str, groups: Sequence[Group], metric: str) -> None:
     """Panel title, with a second line naming missing points."""
     note = _missing(groups, metric)
@@ -155,7 +207,9 @@ def _empty(ax, text: str = "no successful measurement") -> None:
 
 
 # -- overlap -----------------------------------------------------------------------------
-OVERLAP_HIDDEN = ("iterations", "elements", "fill_elements", "fill_iterations")
+# Sizes and calibration settings: left out of the bar labels unless they tell bars apart.
+OVERLAP_HIDDEN = ("iterations", "elements", "fill_elements", "fill_iterations", "margin", "min_tries",
+                  "max_tries")
 
 
 def _bar_configs(groups: Sequence[Group], keys: Sequence[str]) -> List[tuple]:
@@ -174,21 +228,39 @@ def _needs_test(configs: Sequence[tuple]) -> bool:
 
 
 def _config_label(c: tuple, keys: Sequence[str], show_test: bool) -> str:
-    lines = ([str(c[0])] if show_test else []) + [f"n={c[1]}"]
-    lines += [fmt_param(k, v) for k, v in zip(keys, c[2:]) if v is not None]
+    """Bar label: rank count, then each parameter; a word (cached, direct, thread) speaks for
+    itself, a number is named (margin=0.005). Parameters a run does not report are left out."""
+    lines = ([str(c[0])] if show_test else []) + [f"np={c[1]}"]
+    lines += [fmt_param(k, v) if isinstance(v, str) else f"{k}={fmt_param(k, v)}"
+              for k, v in zip(keys, c[2:]) if v is not None]
     return "\n".join(lines)
+
+
+def _distinct_keys(groups: Sequence[Group], hidden: Sequence[str]) -> List[str]:
+    """The varying parameters less `hidden` ones, unless leaving those out would put two
+    configurations of one MPI and implementation on the same bar."""
+    every = varying_params(groups)
+    keys = [k for k in every if k not in hidden]
+    seen: Dict[tuple, str] = {}
+    for g in groups:
+        slot = (g.mpi, g.impl) + _config_of(g, keys)
+        if seen.setdefault(slot, params_key(g.params)) != params_key(g.params):
+            return every
+    return keys
 
 
 def overlap_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
     groups = [g for g in groups if g.suite == "overlap"]
     if not groups:
         return []
-    keys = [k for k in varying_params(groups) if k not in OVERLAP_HIDDEN]
+    keys = _distinct_keys(groups, OVERLAP_HIDDEN)
     mpis = _mpis(groups)
     n_cfg = max(len(_bar_configs([g for g in groups if g.mpi == m], keys)) for m in mpis)
     fig, axes = plt.subplots(len(mpis), 1, figsize=(max(6.0, 0.9 * n_cfg + 2), 3.6 * len(mpis)),
                              squeeze=False, sharey=True)
     axes = [a[0] for a in axes]
+    repeated = any(len(g.values("ratio")) > 1 for g in groups)
+    drawn: List[float] = []
     for ax, mpi in zip(axes, mpis):
         gs = [g for g in groups if g.mpi == mpi]
         configs = _bar_configs(gs, keys)
@@ -197,16 +269,19 @@ def overlap_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
         for j, impl in enumerate(impls):
             xs, ys, lo, hi = [], [], [], []
             for g in gs:
-                m = g.mean("ratio")
-                if g.impl != impl or m is None:
+                pt = _point(g, "ratio")
+                if g.impl != impl or pt is None:
                     continue
+                med, low, high, _ = pt
                 xs.append(configs.index(_config_of(g, keys)) + (j - (len(impls) - 1) / 2) * width)
-                ys.append(m)
-                lo.append(m - g.min("ratio"))
-                hi.append(g.max("ratio") - m)
+                ys.append(med)
+                lo.append(med - low)
+                hi.append(high - med)
+                drawn += [low, high]
             if xs:
-                ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=impl, color=IMPL_COLOR.get(impl),
-                       hatch=IMPL_HATCH.get(impl, ""), edgecolor="black", linewidth=0.5)
+                ax.bar(xs, ys, width, yerr=[lo, hi] if repeated else None, capsize=3, label=impl,
+                       color=IMPL_COLOR.get(impl), hatch=IMPL_HATCH.get(impl, ""), edgecolor="black",
+                       linewidth=0.5)
         ax.axhline(1.0, color="black", linewidth=0.8, linestyle=":", label="no gain (1.0)")
         ax.axhline(0.5, color="green", linewidth=0.8, linestyle="--", label="ideal overlap (0.5)")
         show_test = _needs_test(configs)
@@ -214,42 +289,60 @@ def overlap_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
         ax.set_xticklabels([_config_label(c, keys, show_test) for c in configs], fontsize="small")
         ax.set_xlim(-0.6, max(len(configs), 1) - 0.4)
         _title(ax, f"{mpi}: nonblocking / blocking run time", gs, "ratio")
-        ax.set_ylabel("average ratio\n(smaller is better)")
+        ax.set_ylabel(("median ratio" if repeated else "ratio") + "\n(smaller is better)")
         ax.grid(True, axis="y", alpha=0.3)
         if not configs:
             _empty(ax)
         _legend(ax, outside=True)
+    if wants_log(drawn + [0.5, 1.0]):
+        for ax in axes:
+            _log_y(ax)
     name = _save(fig, out_dir, "overlap-ratios.png")
-    caption = ("Average ratio of nonblocking to blocking run time per configuration, bars for native "
-               "and pario, whiskers from best to worst run (as Büttner's Figures 7.1/7.2). 1.0 means "
-               "no gain, 0.5 perfect overlap of equal computation and I/O.")
+    caption = ("Ratio of nonblocking to blocking run time per configuration, bars for native and pario "
+               + ("(median of the runs, whiskers from best to worst run) " if repeated else "")
+               + "as Büttner's Figures 7.1/7.2. 1.0 means no gain, 0.5 perfect overlap of equal "
+               "computation and I/O.")
     if keys:
         caption += " Configurations differ in rank count and " + ", ".join(keys) + "."
+    if "regime" in keys:
+        caption += (" Regime cached: writes end in the page cache, a memory copy that needs the CPU the "
+                    "computation wants, so no implementation can overlap much; direct: "
+                    "pario_direct_io=true (pario only: the native MPI-IO ignores the hint and writes "
+                    "through the cache), the data moves by DMA while the computation runs.")
     return [(name, caption)]
 
 
 # -- cfs ---------------------------------------------------------------------------------
 
+def _scale_y(axes, values: Sequence[float]) -> None:
+    """Log y on every panel when the values span decades, else linear from 0."""
+    log = wants_log(values)
+    for ax in axes:
+        if log:
+            _log_y(ax)
+        else:
+            ax.set_ylim(bottom=0)
+
+
 def _line_panels(groups: Sequence[Group], out_dir: str, name: str, x_param: str, keys: Sequence[str],
-                 title: str, xlabel: str, log_y: bool = False) -> Optional[str]:
-    """One panel per MPI flavour of metric mb_per_s against x_param; one legend."""
+                 title: str, xlabel: str) -> Optional[str]:
+    """One panel per MPI flavour of metric mb_per_s against x_param, each with its legend."""
     mpis = _mpis(groups)
     if not mpis:
         return None
-    fig, axes = _subplots(len(mpis), width=4.8, height=3.8)
+    fig, axes = _subplots(len(mpis), width=6.4, height=3.8)
+    values: List[float] = []
     for ax, mpi in zip(axes, mpis):
         sel = [g for g in groups if g.mpi == mpi]
-        if not _curves(ax, sel, x_param, "mb_per_s", keys):
+        drawn = _curves(ax, sel, x_param, "mb_per_s", keys)
+        if not drawn:
             _empty(ax)
+        values += drawn
         _title(ax, f"{title} ({mpi})", sel, "mb_per_s")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("MB/s")
-        if log_y:
-            _log_y(ax)
-    if not log_y:
-        for ax in axes:
-            ax.set_ylim(bottom=0)
-    _legend_once(axes)
+        _legend(ax)
+    _scale_y(axes, values)
     return _save(fig, out_dir, name)
 
 
@@ -265,7 +358,7 @@ def cfs_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
         name = _line_panels(gs, out_dir, f"cfs-{_slug(test)}.png", "ranks", keys, test, "ranks")
         if name:
             figs.append((name, f"{test}: bandwidth against rank count, one curve per block size and "
-                               f"implementation (as Nitzberg's Figures 5-9)."))
+                               f"implementation (as Nitzberg's Figures 5-9)." + _repeat_note(gs, "mb_per_s")))
     return figs
 
 
@@ -285,21 +378,26 @@ def noncontig_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
                              if k not in ("region_size", "op", "mem", "file", "access")]
         mpis = _mpis(gs)
         ops = sorted({op_of(g) for g in gs}, key=lambda o: (o != "write", o))
-        fig, axes = plt.subplots(len(mpis), len(ops), figsize=(4.8 * len(ops), 3.6 * len(mpis)), squeeze=False)
+        fig, axes = plt.subplots(len(mpis), len(ops), figsize=(6.6 * len(ops), 3.6 * len(mpis)), squeeze=False,
+                                 sharey=True)
+        values: List[float] = []
         for r, mpi in enumerate(mpis):
             for c, op in enumerate(ops):
                 ax = axes[r][c]
                 sel = [g for g in gs if g.mpi == mpi and op_of(g) == op]
-                if not _curves(ax, sel, "region_size", "mb_per_s", keys):
+                drawn = _curves(ax, sel, "region_size", "mb_per_s", keys)
+                if not drawn:
                     _empty(ax)
-                _log_y(ax)
+                values += drawn
                 _title(ax, f"{op}, {mpi}, {ranks} ranks", sel, "mb_per_s")
                 ax.set_xlabel("region size")
                 ax.set_ylabel("MB/s")
-        _legend_once([a for row in axes for a in row])
+                _legend(ax)
+        _scale_y([a for row in axes for a in row], values)
         name = _save(fig, out_dir, f"noncontig-mem-{_slug(mem)}-file-{_slug(file)}.png")
         figs.append((name, f"Independent against collective bandwidth over region size, memory {mem}, "
-                           f"file {file}, {ranks} ranks (the HPIO pattern of the PIOviz paper)."))
+                           f"file {file}, {ranks} ranks (the HPIO pattern of the PIOviz paper)."
+                     + _repeat_note(gs, "mb_per_s")))
     return figs
 
 
@@ -313,7 +411,8 @@ def sharedfp_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
                         "shared file pointer writes", "ranks")
     modes = ", ".join(f"{k} {v}" for k, v in SHAREDFP_MODES.items())
     return [(name, f"Shared-pointer write bandwidth against rank count per mode ({modes}), "
-                   "as in Vanegas' chapter 5. Failed or unsupported points are left out.")]
+                   "as in Vanegas' chapter 5. Failed or unsupported points are left out."
+                   + _repeat_note(groups, "mb_per_s"))]
 
 
 # -- btio --------------------------------------------------------------------------------
@@ -329,6 +428,7 @@ def btio_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
                              squeeze=False, sharey=True)
     axes = [a[0] for a in axes]
     parts = (("compute_s", "compute", "#8c8c8c"), ("io_s", "I/O", "#c44e52"), (None, "other", "#dddddd"))
+    repeated = any(len(g.values("total_s")) > 1 for g in groups)
     for ax, mpi in zip(axes, mpis):
         gs = [g for g in groups if g.mpi == mpi]
         configs = _bar_configs(gs, keys)
@@ -340,12 +440,16 @@ def btio_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
             bottom = [0.0] * len(sel)
             for metric, lab, color in parts:
                 if metric:
-                    h = [g.mean(metric) or 0.0 for g in sel]
+                    h = [g.median(metric) or 0.0 for g in sel]
                 else:
-                    h = [max((g.mean("total_s") or 0.0) - b, 0.0) for g, b in zip(sel, bottom)]
+                    h = [max((g.median("total_s") or 0.0) - b, 0.0) for g, b in zip(sel, bottom)]
                 ax.bar(xs, h, width, bottom=bottom, color=color, hatch=IMPL_HATCH.get(impl, ""),
                        edgecolor="black", linewidth=0.5)
                 bottom = [b + v for b, v in zip(bottom, h)]
+            if repeated and sel:   # whiskers: the total's range over the runs
+                ax.errorbar(xs, bottom, yerr=[[b - (g.min("total_s") or b) for g, b in zip(sel, bottom)],
+                                              [(g.max("total_s") or b) - b for g, b in zip(sel, bottom)]],
+                            fmt="none", ecolor="black", capsize=3, linewidth=0.8)
         show_test = _needs_test(configs)
         ax.set_xticks(range(len(configs)))
         ax.set_xticklabels([_config_label(c, keys, show_test) for c in configs], fontsize="small")
@@ -361,7 +465,8 @@ def btio_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
         ax.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     name = _save(fig, out_dir, "btio-breakdown.png")
     return [(name, "BTIO-style run: compute, I/O and remaining time per rank count and I/O mode, native "
-                   "and pario side by side (pario hatched), as in the RIO paper's BTIO comparison.")]
+                   "and pario side by side (pario hatched), as in the RIO paper's BTIO comparison"
+                   + (" (medians of the runs; whiskers: range of the total time)." if repeated else "."))]
 
 
 FIGURES = {

@@ -52,7 +52,7 @@ class Launcher:
         """The full argv that runs `program` on `ranks` ranks of flavour `mpi`."""
         environ = os.environ if environ is None else environ
         if self.template is not None:
-            head = [w.format(ranks=ranks, np=ranks, mpi=mpi) for w in shlex.split(self.template)]
+            head = [w.format(ranks=ranks, np=ranks, mpi=mpi) for w in split_template(self.template)]
             if preload:
                 return head + ["env", f"LD_PRELOAD={_preload_list(preload, environ)}"] + program
             return head + program
@@ -71,8 +71,16 @@ class Launcher:
         return self.template if self.template is not None else "default (mpiexec.openmpi / mpiexec.mpich)"
 
 
+def split_template(template: str) -> List[str]:
+    """The words of a launcher template, as a shell would split them."""
+    try:
+        return shlex.split(template)
+    except ValueError as e:  # unbalanced quotes, a trailing backslash
+        raise LauncherError(f"bad launcher template {template!r}: {str(e).lower()}") from None
+
+
 def check_template(template: str) -> None:
-    words = shlex.split(template)
+    words = split_template(template)
     if not words:
         raise LauncherError("empty launcher template")
     try:

@@ -1,8 +1,10 @@
 """DIR/report.html: one section per suite (figures and a table), the native-vs-pario table.
 
-The page is self-contained apart from the PNG figures, which sit beside it in DIR and are
-linked relatively, so the directory can be copied or served as it is. Everything is
-rebuilt from DIR/results.jsonl (plus runs.jsonl and meta.json when present).
+The page is self-contained apart from the figures (PNG shown, SVG linked), which sit beside it
+in DIR and are linked relatively, so the directory can be copied or served as it is. The
+per-suite tables of every configuration are collapsed (<details>). DIR/summary.csv and
+DIR/summary.json (summary.py) are written with it. Everything is rebuilt from
+DIR/results.jsonl (plus runs.jsonl and meta.json when present).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import SUITES, __version__
 from .figures import suite_figures
+from .summary import SUMMARY_CSV, SUMMARY_JSON, write_summary
 from .results import REPORT_FILE, Measurement, RunRecord, load_meta, load_results, load_runs
-from .tables import (KEY_METRIC, SUITE_TITLES, SUMMARY_HEADERS, TEST_PARAMS, Comparison, Group, common_params,
-                     compare, fmt_num, fmt_param, group, label, summary_rows, varying_params)
+from .tables import (KEY_METRIC, SUITE_TITLES, SUMMARY_HEADERS, SUMMARY_RIGHT, Comparison, Group, common_params,
+                     compare, config_keys, fmt_num, fmt_param, fmt_ratio, group, headlines, label, summary_rows,
+                     varying_params)
 
 METRIC_COLUMNS: Dict[str, Sequence[Tuple[str, str]]] = {
     "overlap": (("ratio", "nonblocking/blocking"), ("reduce_s_time", "blocking s"),
@@ -37,6 +41,8 @@ th{background:#f2f2f2} td.num{text-align:right;font-variant-numeric:tabular-nums
 tr.bad td{background:#fde8e8} tr.unsupported td{background:#f4f4f4;color:#777}
 .better{color:#1a7f37;font-weight:bold} .worse{color:#b42318;font-weight:bold}
 figure{margin:1em 0} figure img{max-width:100%;border:1px solid #ddd}
+details{margin:1em 0} summary{cursor:pointer;font-weight:bold}
+ul.headline li{margin:.2em 0}
 figcaption{font-size:90%;color:#555;max-width:1000px}
 .meta td:first-child{font-weight:bold} .note{color:#555;font-size:90%}
 """
@@ -75,7 +81,7 @@ def _ratio_cell(ratio: Optional[float], higher_better: bool) -> str:
     good = ratio > 1.05 if higher_better else ratio < 0.95
     bad = ratio < 0.95 if higher_better else ratio > 1.05
     cls = "better" if good else "worse" if bad else ""
-    return f'<span class="{cls}">{fmt_num(ratio)}</span>' if cls else fmt_num(ratio)
+    return f'<span class="{cls}">{fmt_ratio(ratio)}</span>' if cls else fmt_ratio(ratio)
 
 
 def _versions(ms: Sequence[Measurement]) -> List[str]:
@@ -121,7 +127,15 @@ def _summary(comparisons: Sequence[Comparison]) -> str:
     rows = summary_rows(comparisons)
     if not rows:
         return "<p>No measurements.</p>"
-    return _table(SUMMARY_HEADERS, [([_e(c) for c in r], "") for r in rows], numeric=(2, 3, 4, 5, 6, 8, 9, 10))
+    heads = "".join(f"<li>{_e(h.text())}</li>" for h in headlines(comparisons))
+    return ('<p>Headline, per suite: pario/native of the key metric, geometric mean over the '
+            "configurations of the storage regime named (for overlap direct I/O where measured: with "
+            "the page cache a write is a memory copy that needs the CPU the computation wants, so no "
+            "implementation can overlap there).</p>"
+            f'<ul class="headline">{heads}</ul>'
+            + _table(SUMMARY_HEADERS, [([_e(c) for c in r], "") for r in rows], numeric=SUMMARY_RIGHT)
+            + f'<p class="note">The native-vs-pario table for machines: <a href="{SUMMARY_CSV}">{SUMMARY_CSV}</a>, '
+              f'<a href="{SUMMARY_JSON}">{SUMMARY_JSON}</a>.</p>')
 
 
 def _side_by_side(comparisons: Sequence[Comparison]) -> str:
@@ -133,8 +147,7 @@ def _side_by_side(comparisons: Sequence[Comparison]) -> str:
     rows = []
     for suite, cs in by_suite.items():
         metric, unit, higher = KEY_METRIC.get(suite, ("mb_per_s", "MB/s", True))
-        gs = [g for c in cs for g in (c.native, c.pario) if g]
-        keys = [k for k in varying_params(gs) if k not in ("test", "regime", "sync") + TEST_PARAMS.get(suite, ())]
+        keys = config_keys(suite, [g for c in cs for g in (c.native, c.pario) if g])
         for c in cs:
             any_g = c.native or c.pario
             cells = [_e(suite), _e(c.test), _e(label(any_g, keys)), _e(c.mpi), str(c.ranks), _e(c.regime),
@@ -157,7 +170,7 @@ def _side_by_side(comparisons: Sequence[Comparison]) -> str:
 
 
 def _group_table(suite: str, groups: Sequence[Group]) -> str:
-    keys = [k for k in varying_params(groups) if k not in ("test", "regime", "sync") + TEST_PARAMS.get(suite, ())]
+    keys = config_keys(suite, groups)
     cols = METRIC_COLUMNS.get(suite) or tuple((k, k) for k in sorted({k for g in groups for m in g.items
                                                                       for k in m.metrics}))
     headers = ["test", "mpi", "impl", "ranks", "configuration", "regime"] + [c[1] for c in cols] + \
@@ -171,7 +184,9 @@ def _group_table(suite: str, groups: Sequence[Group]) -> str:
               "unsupported" if g.status == "unsupported" else ""
         rows.append((cells, cls))
     n = len(cols)
-    return _table(headers, rows, numeric=tuple(range(6, 6 + n + 1)) + (3,))
+    return (f"<details><summary>Measurements: {len(groups)} configurations (mean over repeats; "
+            "click to show)</summary>\n"
+            + _table(headers, rows, numeric=tuple(range(6, 6 + n + 1)) + (3,)) + "\n</details>")
 
 
 def _overlap_ranking(groups: Sequence[Group]) -> str:
@@ -214,11 +229,12 @@ def _suite_section(suite: str, groups: Sequence[Group], directory: str) -> Tuple
                      _e(", ".join(f"{k}={fmt_param(k, v)}" for k, v in common.items())) + "</p>")
     figs = suite_figures(suite, groups, directory)
     for name, caption in figs:
+        svg = os.path.splitext(name)[0] + ".svg"
+        vector = f' <a href="{_e(svg)}">SVG</a>' if os.path.exists(os.path.join(directory, svg)) else ""
         parts.append(f'<figure><img src="{_e(name)}" alt="{_e(suite)} figure {_e(name)}">'
-                     f"<figcaption>{_e(caption)}</figcaption></figure>")
+                     f"<figcaption>{_e(caption)}{vector}</figcaption></figure>")
     if suite == "overlap":
         parts.append(_overlap_ranking(groups))
-    parts.append("<h3>Measurements</h3>")
     parts.append(_group_table(suite, groups))
     return "\n".join(parts), [f for f, _ in figs]
 
@@ -280,9 +296,10 @@ def build_report(directory: str, measurements: Optional[List[Measurement]] = Non
         '<h2 id="side-by-side">Native MPI-IO against pario, side by side</h2>', _side_by_side(comparisons),
     ]
     if problems:
-        page.append("<h2>Unreadable result lines</h2><ul>" +
-                    "".join(f"<li>{_e(p)}</li>" for p in problems[:50]) + "</ul>")
+        page.append(f"<h2>Unreadable result lines</h2><details><summary>{len(problems)} line(s) skipped"
+                    "</summary><ul>" + "".join(f"<li>{_e(p)}</li>" for p in problems[:50]) + "</ul></details>")
     page.append("</body></html>")
+    write_summary(directory, comparisons)
     path = os.path.join(directory, REPORT_FILE)
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(page) + "\n")

@@ -5,7 +5,9 @@ A results directory holds
   runs.jsonl      one line per launched run: what was run, how it ended, where its log is
   meta.json       when and where the sweep ran (optional)
   logs/           stdout and stderr of every run
-  report.html     the report, with its PNG figures beside it
+  report.html     the report, with its figures (PNG and SVG) beside it
+  summary.csv     the native-vs-pario table, one row per configuration (summary.py)
+  summary.json    the same, with the per-suite summary and headline
 Only results.jsonl is needed to rebuild a report.
 """
 

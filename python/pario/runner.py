@@ -3,7 +3,14 @@
 A run that fails (non-zero exit, crash, timeout, no output, missing binary) is recorded in
 runs.jsonl with its reason and the sweep goes on. Each run writes its measurements to a
 file of its own, which is then appended to DIR/results.jsonl, so a run killed mid-write
-cannot corrupt another run's lines. Progress is one plain line per run.
+cannot corrupt another run's lines. Progress is one plain line per run, with the time
+elapsed and an estimate of the time left (on a terminal the line of the run in progress is
+overwritten in place).
+
+Each launch runs in a session (process group) of its own. When the run times out, or the
+sweep is interrupted (Ctrl-C, SIGTERM: the signal handlers of cli.py raise Interrupted), the
+whole group gets SIGTERM, then SIGKILL after KILL_GRACE seconds, and the run's scratch
+directory is removed.
 """
 
 from __future__ import annotations
@@ -15,15 +22,32 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional, TextIO
+from typing import Callable, Dict, List, Optional, Sequence, Set, TextIO, Tuple
 
 from .benchargs import bench_argv
 from .launch import Launcher
+from .locate import BUILD_BENCH, BUILD_LIB, BenchInstall, find_bench
 from .plan import PlannedRun
 from .results import RESULTS_FILE, ResultError, RunRecord, append_run, parse_line
 
 LOG_DIR = "logs"
 SCRATCH_DIR = "scratch"
+KILL_GRACE = 3.0   # seconds between SIGTERM and SIGKILL to a run's process group
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived: stop the sweep (raised by the CLI's signal handlers)."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        try:
+            return signal.Signals(self.signum).name
+        except ValueError:
+            return f"signal {self.signum}"
 
 
 def build_dir_default() -> str:
@@ -31,16 +55,49 @@ def build_dir_default() -> str:
 
 
 def bench_path(build_dir: str, mpi: str) -> str:
-    return os.path.join(build_dir, mpi, "bench", "pario-bench")
+    """pario-bench inside a build tree (locate.find_bench also searches installs)."""
+    return os.path.join(build_dir, BUILD_BENCH.format(mpi=mpi))
 
 
 def lib_path(build_dir: str, mpi: str) -> str:
-    return os.path.join(build_dir, mpi, "src", "libpario.so")
+    return os.path.join(build_dir, BUILD_LIB.format(mpi=mpi))
 
 
 def fmt_duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 60:d}:{seconds % 60:02d}"
+    """h:mm:ss, e.g. 0:01:23."""
+    seconds = max(int(round(seconds)), 0)
+    return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def estimate_left(done: Sequence[RunRecord], remaining: Sequence[PlannedRun]) -> Optional[float]:
+    """Seconds the remaining runs will probably take, from the runs done so far: each remaining
+    run is expected to last as long as the finished runs of its suite and rank count took on
+    average (else of its suite, else of all). None before anything has run."""
+    timed = [r for r in done if r.status != "skipped"]
+    if not remaining:
+        return 0.0
+    if not timed:
+        return None
+
+    def mean(rs: Sequence[RunRecord]) -> float:
+        return sum(r.elapsed for r in rs) / len(rs)
+
+    overall = mean(timed)
+    by_suite: Dict[str, List[RunRecord]] = {}
+    by_suite_ranks: Dict[tuple, List[RunRecord]] = {}
+    for r in timed:
+        by_suite.setdefault(r.suite, []).append(r)
+        by_suite_ranks.setdefault((r.suite, r.ranks), []).append(r)
+    total = 0.0
+    for run in remaining:
+        same = by_suite_ranks.get((run.suite, run.ranks)) or by_suite.get(run.suite)
+        total += mean(same) if same else overall
+    return total
+
+
+def progress_text(elapsed: float, left: Optional[float]) -> str:
+    return f"{fmt_duration(elapsed)} elapsed, " + (f"~{fmt_duration(left)} left" if left is not None
+                                                   else "time left unknown yet")
 
 
 @dataclass
@@ -54,27 +111,45 @@ class SweepOutcome:
 
 class Runner:
     def __init__(self, out_dir: str, build_dir: str, launcher: Launcher, timeout: float,
-                 stream: Optional[TextIO] = None, clock: Callable[[], float] = time.monotonic):
+                 stream: Optional[TextIO] = None, clock: Callable[[], float] = time.monotonic,
+                 installs: Optional[Dict[str, Optional[BenchInstall]]] = None,
+                 kill_grace: float = KILL_GRACE):
         self.out_dir = os.path.abspath(out_dir)
         self.build_dir = os.path.abspath(build_dir)
         self.launcher = launcher
         self.timeout = timeout
         self.stream = stream or sys.stdout
         self.clock = clock
+        self.kill_grace = kill_grace
+        self.installs: Dict[str, Optional[BenchInstall]] = dict(installs or {})
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.records: List[RunRecord] = []      # runs finished so far (also when interrupted)
 
     # -- one run ---------------------------------------------------------------------------
+    def install(self, mpi: str) -> Optional[BenchInstall]:
+        if mpi not in self.installs:
+            self.installs[mpi] = find_bench(mpi, self.build_dir)
+        return self.installs[mpi]
+
+    def _bench(self, mpi: str) -> str:
+        found = self.install(mpi)
+        return found.bench if found else bench_path(self.build_dir, mpi)
+
+    def _lib(self, mpi: str) -> str:
+        found = self.install(mpi)
+        return found.lib if found and found.lib else lib_path(self.build_dir, mpi)
+
     def _missing(self, run: PlannedRun) -> Optional[str]:
-        bench = bench_path(self.build_dir, run.mpi)
-        if not os.access(bench, os.X_OK):
-            return f"pario-bench not built for {run.mpi} ({bench})"
-        if run.impl == "pario" and not os.path.exists(lib_path(self.build_dir, run.mpi)):
-            return f"libpario.so not built for {run.mpi} ({lib_path(self.build_dir, run.mpi)})"
+        found = self.install(run.mpi)
+        if found is None:
+            return f"pario-bench not found for {run.mpi} ({bench_path(self.build_dir, run.mpi)}, $PARIO_PREFIX, PATH)"
+        if run.impl == "pario" and not found.lib:
+            return f"libpario.so not found for {run.mpi} (beside {found.bench})"
         return None
 
     def command(self, run: PlannedRun, raw_file: str, workdir: str) -> List[str]:
-        program = bench_argv(bench_path(self.build_dir, run.mpi), run.suite, run.case, raw_file, workdir)
-        preload = lib_path(self.build_dir, run.mpi) if run.impl == "pario" else None
+        program = bench_argv(self._bench(run.mpi), run.suite, run.case, raw_file, workdir)
+        preload = self._lib(run.mpi) if run.impl == "pario" else None
         return self.launcher.command(run.mpi, run.ranks, program, preload)
 
     def execute(self, run: PlannedRun) -> RunRecord:
@@ -96,26 +171,34 @@ class Runner:
         os.makedirs(workdir, exist_ok=True)
         start = self.clock()
         timed_out = False
-        with open(log, "w", encoding="utf-8") as logf:
-            logf.write("$ " + " ".join(rec.command) + "\n")
-            logf.flush()
-            try:
-                proc = subprocess.Popen(rec.command, stdout=logf, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, env=self.launcher.env(), cwd=workdir,
-                                        start_new_session=True)
-            except OSError as e:
-                rec.status, rec.message = "failed", f"cannot start launcher: {e}"
-                rec.elapsed = self.clock() - start
-                shutil.rmtree(workdir, ignore_errors=True)
-                return rec
-            try:
-                rec.returncode = proc.wait(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc)
-                rec.returncode = proc.returncode
+        proc: Optional[subprocess.Popen] = None
+        try:
+            with open(log, "w", encoding="utf-8") as logf:
+                logf.write("$ " + " ".join(rec.command) + "\n")
+                logf.flush()
+                try:
+                    proc = subprocess.Popen(rec.command, stdout=logf, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, env=self.launcher.env(), cwd=workdir,
+                                            start_new_session=True)
+                except OSError as e:
+                    rec.status, rec.message = "failed", f"cannot start launcher: {e}"
+                    rec.elapsed = self.clock() - start
+                    return rec
+                try:
+                    rec.returncode = proc.wait(timeout=self.timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    kill_group(proc, self.kill_grace)
+                    rec.returncode = proc.returncode
+                # the launcher has ended; ranks it left behind in its group go too
+                kill_group(proc, self.kill_grace)
+        except BaseException:  # Interrupted (Ctrl-C, SIGTERM): stop the whole MPI job first
+            if proc is not None:
+                kill_group(proc, self.kill_grace)
+            raise
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
         rec.elapsed = self.clock() - start
-        shutil.rmtree(workdir, ignore_errors=True)
         self._collect(rec, raw_file, log, timed_out)
         return rec
 
@@ -163,40 +246,123 @@ class Runner:
         rec.message = _one_line(rec.message)
 
     # -- the sweep -------------------------------------------------------------------------
+    def _line(self, run: PlannedRun, total: int, width: int) -> str:
+        return f"[{run.index:>{width}}/{total}] {run.label:<34}"
+
     def run_all(self, runs: List[PlannedRun]) -> SweepOutcome:
         os.makedirs(self.out_dir, exist_ok=True)
         t0 = self.clock()
-        records: List[RunRecord] = []
+        self.records = records = []
         width = len(str(len(runs)))
-        for run in runs:
-            prefix = f"[{run.index:>{width}}/{len(runs)}] {fmt_duration(self.clock() - t0):>5}  {run.label:<34}"
-            if self.tty:
-                self.stream.write(prefix + " running\r")
+        shown = 0   # length of the in-place line on a terminal
+        try:
+            for i, run in enumerate(runs):
+                head = self._line(run, len(runs), width)
+                if self.tty:
+                    text = (f"{head} running  | "
+                            + progress_text(self.clock() - t0, estimate_left(records, runs[i:])))
+                    self.stream.write("\r" + text.ljust(shown) + "\r")
+                    self.stream.flush()
+                    shown = len(text)
+                rec = self.execute(run)
+                append_run(self.out_dir, rec)
+                records.append(rec)
+                detail = f"{rec.measurements} result(s)" if rec.status == "ok" else rec.message
+                left = estimate_left(records, runs[i + 1:])
+                line = (f"{head} {rec.status:<7} {rec.elapsed:6.1f}s  | "
+                        f"{progress_text(self.clock() - t0, left)}  | {detail}")
+                self.stream.write(("\r" + line.ljust(shown) if self.tty else line) + "\n")
                 self.stream.flush()
-            rec = self.execute(run)
-            append_run(self.out_dir, rec)
-            records.append(rec)
-            detail = f"{rec.measurements} result(s)" if rec.status == "ok" else rec.message
-            line = f"{prefix} {rec.status:<7} {rec.elapsed:6.1f}s  {detail}"
-            if self.tty:
-                line = line.ljust(len(prefix) + 9)
-            self.stream.write(line + "\n")
-            self.stream.flush()
-        shutil.rmtree(os.path.join(self.out_dir, SCRATCH_DIR), ignore_errors=True)
+                shown = 0
+        except BaseException:
+            if self.tty and shown:
+                self.stream.write("\n")
+                self.stream.flush()
+            raise
+        finally:
+            shutil.rmtree(os.path.join(self.out_dir, SCRATCH_DIR), ignore_errors=True)
         return SweepOutcome(records, self.clock() - t0)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        try:
-            proc.wait(timeout=5)
-            return
-        except subprocess.TimeoutExpired:
+def _processes() -> Optional[Dict[int, Tuple[int, int]]]:
+    """pid -> (parent pid, process group) of every live process (zombies left out), from /proc;
+    None where there is no /proc."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    out: Dict[int, Tuple[int, int]] = {}
+    for name in entries:
+        if not name.isdigit():
             continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and fields[0] not in ("Z", "X"):
+            out[int(name)] = (int(fields[1]), int(fields[2]))
+    return out
+
+
+def job_processes(pgid: int, known: Set[int] = frozenset()) -> Set[int]:
+    """Live processes of a launch: its process group, and every descendant of the group and of
+    `known` (MPICH's hydra proxy and ranks call setsid(), so they leave the group)."""
+    procs = _processes()
+    if procs is None:
+        try:
+            os.killpg(pgid, 0)
+            return {pgid}
+        except (ProcessLookupError, PermissionError):
+            return set()
+    job = {pid for pid, (_, pg) in procs.items() if pg == pgid}
+    roots = job | set(known) | {pgid}
+    children: Dict[int, List[int]] = {}
+    for pid, (ppid, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    stack = list(roots)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in job:
+                job.add(child)
+                stack.append(child)
+    return job | {pid for pid in known if pid in procs}
+
+
+def kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE) -> None:
+    """Stop a launch: SIGTERM to its process group (it leads its own session) and to the
+    processes it started that left the group, then SIGKILL to whatever is left after `grace`
+    seconds. Reaps `proc`."""
+    pgid = proc.pid
+    known: Set[int] = set()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        known |= job_processes(pgid, known)
+        proc.poll()
+        if not known and proc.returncode is not None:
+            return
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for pid in known:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 5.0)
+        while time.monotonic() < deadline:
+            proc.poll()
+            # descendants of processes that are gone were reparented: remember them first
+            alive = job_processes(pgid, known)
+            known = alive
+            if proc.returncode is not None and not alive:
+                return
+            time.sleep(0.05)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot stop
+        pass
 
 
 def _one_line(text: str, limit: int = 300) -> str:

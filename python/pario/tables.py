@@ -84,6 +84,8 @@ def fmt_bytes(n) -> str:
 
 
 def fmt_param(name: str, value) -> str:
+    if value is None:  # labels leave such parameters out; this is the fallback
+        return "not set"
     if name in SIZE_PARAMS:
         return fmt_bytes(value)
     if isinstance(value, dict):
@@ -110,6 +112,13 @@ def fmt_num(v: Optional[float], digits: int = 3) -> str:
     if a >= 1:
         return f"{v:.{digits - 1}f}" if digits > 1 else f"{v:.0f}"
     return f"{v:.{digits}g}" if a < 0.001 else f"{v:.{digits}f}"
+
+
+def fmt_ratio(v: Optional[float]) -> str:
+    """A pario/native ratio: two decimals (1.00, 0.55), more digits only below 0.1."""
+    if v is None or not math.isfinite(v):
+        return "-"
+    return f"{v:.2f}" if abs(v) >= 0.1 else f"{v:.2g}"
 
 
 def regime_of(params: dict) -> str:
@@ -165,6 +174,13 @@ class Group:
     def mean(self, metric: str) -> Optional[float]:
         vals = self.values(metric)
         return sum(vals) / len(vals) if vals else None
+
+    def median(self, metric: str) -> Optional[float]:
+        vals = sorted(self.values(metric))
+        if not vals:
+            return None
+        k = len(vals) // 2
+        return vals[k] if len(vals) % 2 else (vals[k - 1] + vals[k]) / 2
 
     def min(self, metric: str) -> Optional[float]:
         vals = self.values(metric)
@@ -257,13 +273,13 @@ def common_params(groups: Sequence[Group]) -> Dict[str, object]:
     out: Dict[str, object] = {}
     for g in groups:
         for k, v in g.params.items():
-            if k not in vary and k not in hidden and k not in out:
+            if k not in vary and k not in hidden and k not in out and v is not None:
                 out[k] = v
     return out
 
 
 def label(g: Group, keys: Sequence[str]) -> str:
-    parts = [f"{k}={fmt_param(k, g.params[k])}" for k in keys if k in g.params]
+    parts = [f"{k}={fmt_param(k, g.params[k])}" for k in keys if g.params.get(k) is not None]
     return " ".join(parts)
 
 
@@ -342,34 +358,152 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: S
     return "\n".join([line(headers), sep] + [line(r) for r in rows])
 
 
-def summary_rows(comparisons: Sequence[Comparison]) -> List[List[str]]:
-    """Per suite and MPI: how many configurations ran, and pario/native of the key metric."""
+def _suite_order(suite: str) -> int:
+    return SUITES.index(suite) if suite in SUITES else len(SUITES)
+
+
+def _mpi_order(mpi: str) -> int:
+    return MPIS.index(mpi) if mpi in MPIS else len(MPIS)
+
+
+REGIME_ORDER = ("cached", "synced", "direct")
+
+
+def summary_records(comparisons: Sequence[Comparison]) -> List[dict]:
+    """Per suite, MPI and storage regime: how many configurations ran, how many failed, and
+    pario/native of the key metric (geometric mean, min, max over configurations)."""
     buckets: "OrderedDict[tuple, List[Comparison]]" = OrderedDict()
-    for c in sorted(comparisons, key=lambda c: (SUITES.index(c.suite) if c.suite in SUITES else 99,
-                                                  MPIS.index(c.mpi) if c.mpi in MPIS else 99)):
-        buckets.setdefault((c.suite, c.mpi), []).append(c)
+    for c in sorted(comparisons, key=lambda c: (_suite_order(c.suite), _mpi_order(c.mpi),
+                                                  _index(REGIME_ORDER, c.regime), c.regime)):
+        buckets.setdefault((c.suite, c.mpi, c.regime), []).append(c)
     # implementations of this sweep: one with no result at all in a suite is a failure there
     present = [i for i in IMPLS if any(c.status(i) != "missing" for c in comparisons)]
-    rows = []
-    for (suite, mpi), cs in buckets.items():
+    out = []
+    for (suite, mpi, regime), cs in buckets.items():
         ratios = [c.ratio for c in cs if c.ratio is not None]
-        n_ok = sum(1 for c in cs if c.status("native") == "ok")
-        p_ok = sum(1 for c in cs if c.status("pario") == "ok")
-        bad = sum(1 for c in cs for impl in present if c.status(impl) in ("failed", "missing"))
-        uns = sum(1 for c in cs for impl in IMPLS if c.status(impl) == "unsupported")
         metric, unit, higher = KEY_METRIC.get(suite, ("mb_per_s", "MB/s", True))
-        gm = geomean(ratios)
-        rows.append([suite, mpi, str(len(cs)), str(n_ok), str(p_ok), str(bad), str(uns),
-                     unit if higher else f"{metric} (lower is better)",
-                     fmt_num(gm) if gm is not None else "-",
-                     fmt_num(min(ratios)) if ratios else "-",
-                     fmt_num(max(ratios)) if ratios else "-"])
-    return rows
+        out.append({
+            "suite": suite, "mpi": mpi, "regime": regime, "configurations": len(cs),
+            "native_ok": sum(1 for c in cs if c.status("native") == "ok"),
+            "pario_ok": sum(1 for c in cs if c.status("pario") == "ok"),
+            "failed_or_missing": sum(1 for c in cs for impl in present if c.status(impl) in ("failed", "missing")),
+            "unsupported": sum(1 for c in cs for impl in IMPLS if c.status(impl) == "unsupported"),
+            "metric": metric, "unit": unit, "higher_is_better": higher,
+            "pario_over_native": geomean(ratios),
+            "min": min(ratios) if ratios else None, "max": max(ratios) if ratios else None,
+        })
+    return out
 
 
-SUMMARY_HEADERS = ["suite", "mpi", "configs", "native ok", "pario ok", "failed/missing", "unsupported",
+def summary_rows(comparisons: Sequence[Comparison]) -> List[List[str]]:
+    """summary_records as text cells (SUMMARY_HEADERS)."""
+    return [[r["suite"], r["mpi"], r["regime"], str(r["configurations"]), str(r["native_ok"]),
+             str(r["pario_ok"]), str(r["failed_or_missing"]), str(r["unsupported"]),
+             r["unit"] if r["higher_is_better"] else f"{r['metric']} (lower is better)",
+             fmt_ratio(r["pario_over_native"]), fmt_ratio(r["min"]), fmt_ratio(r["max"])]
+            for r in summary_records(comparisons)]
+
+
+def config_keys(suite: str, groups: Sequence[Group]) -> List[str]:
+    """Parameters that tell this suite's configurations apart in a table row (the test name,
+    the regime and the rank count have columns of their own)."""
+    return [k for k in varying_params(groups) if k not in ("test", "regime", "sync") + TEST_PARAMS.get(suite, ())]
+
+
+SUMMARY_HEADERS = ["suite", "mpi", "regime", "configs", "native ok", "pario ok", "failed/missing", "unsupported",
                    "metric", "pario/native", "min", "max"]
-SUMMARY_RIGHT = (2, 3, 4, 5, 6, 8, 9, 10)
+SUMMARY_RIGHT = (3, 4, 5, 6, 7, 9, 10, 11)
+
+# The storage regime a suite's headline is about, in order of preference (the first one with a
+# pario/native ratio). Overlap: direct I/O, where the data moves by DMA and a nonblocking write
+# can overlap the computation; with the page cache a write is a memory copy that needs the CPU.
+HEADLINE_REGIMES: Dict[str, Tuple[str, ...]] = {"overlap": ("direct", "synced", "cached")}
+DEFAULT_HEADLINE_REGIMES = ("cached", "synced", "direct")
+
+
+@dataclass
+class Headline:
+    suite: str
+    regime: str
+    ratio: Optional[float]          # geometric mean of pario/native over configurations
+    per_mpi: Dict[str, float]
+    configs: int
+    native: Optional[float]         # geometric means of the key metric itself
+    pario: Optional[float]
+    other_regimes: List[str] = field(default_factory=list)
+
+    @property
+    def metric(self) -> str:
+        return KEY_METRIC.get(self.suite, ("mb_per_s", "MB/s", True))[0]
+
+    @property
+    def unit(self) -> str:
+        return KEY_METRIC.get(self.suite, ("mb_per_s", "MB/s", True))[1]
+
+    @property
+    def higher_is_better(self) -> bool:
+        return KEY_METRIC.get(self.suite, ("mb_per_s", "MB/s", True))[2]
+
+    @property
+    def verdict(self) -> str:
+        r = self.ratio
+        if r is None:
+            return "no pario/native pair measured"
+        if self.suite == "overlap":
+            return ("pario overlaps better" if r < 0.95 else "pario overlaps worse" if r > 1.05
+                    else "no difference in overlap")
+        if self.higher_is_better:
+            return "pario faster" if r > 1.05 else "pario slower" if r < 0.95 else "about equal"
+        return "pario better" if r < 0.95 else "pario worse" if r > 1.05 else "about equal"
+
+    def text(self) -> str:
+        if self.ratio is None:
+            return f"{self.suite}, {self.regime} regime: {self.verdict}"
+        out = f"{self.suite}, {self.regime} regime: pario/native {fmt_ratio(self.ratio)}, {self.verdict}"
+        details = []
+        if self.native is not None and self.pario is not None:
+            if self.unit == "MB/s":
+                details.append(f"{fmt_num(self.pario)} MB/s pario, {fmt_num(self.native)} MB/s native")
+            else:
+                details.append(f"{self.unit} {fmt_num(self.pario)} pario, {fmt_num(self.native)} native")
+        if len(self.per_mpi) > 1:
+            details.append(", ".join(f"{m} {fmt_ratio(v)}" for m, v in self.per_mpi.items()))
+        details.append(f"{self.configs} configuration{'s' if self.configs != 1 else ''}")
+        if self.other_regimes:
+            details.append("also measured: " + ", ".join(self.other_regimes) + " (see the table)")
+        return out + " (" + "; ".join(details) + ")"
+
+    def to_dict(self) -> dict:
+        return {"suite": self.suite, "regime": self.regime, "metric": self.metric, "unit": self.unit,
+                "higher_is_better": self.higher_is_better, "pario_over_native": self.ratio,
+                "per_mpi": self.per_mpi, "configurations": self.configs, "native": self.native,
+                "pario": self.pario, "verdict": self.verdict, "text": self.text()}
+
+
+def headlines(comparisons: Sequence[Comparison]) -> List[Headline]:
+    """One line per suite: pario/native of the key metric in the suite's headline regime."""
+    out: List[Headline] = []
+    for suite in sorted({c.suite for c in comparisons}, key=lambda s: (_suite_order(s), s)):
+        cs = [c for c in comparisons if c.suite == suite]
+        regimes = sorted({c.regime for c in cs}, key=lambda r: (_index(REGIME_ORDER, r), r))
+        prefer = HEADLINE_REGIMES.get(suite, DEFAULT_HEADLINE_REGIMES)
+        order = [r for r in prefer if r in regimes] + [r for r in regimes if r not in prefer]
+        with_ratio = [r for r in order if any(c.ratio is not None for c in cs if c.regime == r)]
+        regime = (with_ratio or order)[0]
+        sel = [c for c in cs if c.regime == regime and c.ratio is not None]
+        per_mpi: Dict[str, float] = {}
+        for mpi in sorted({c.mpi for c in sel}, key=lambda m: (_mpi_order(m), m)):
+            gm = geomean(c.ratio for c in sel if c.mpi == mpi)
+            if gm is not None:
+                per_mpi[mpi] = gm
+        out.append(Headline(suite, regime, geomean(c.ratio for c in sel), per_mpi, len(sel),
+                            geomean(c.native_value for c in sel), geomean(c.pario_value for c in sel),
+                            [r for r in regimes if r != regime]))
+    return out
+
+
+def headline_text(comparisons: Sequence[Comparison]) -> str:
+    return "\n".join("  " + h.text() for h in headlines(comparisons))
 
 
 def summary_text(comparisons: Sequence[Comparison]) -> str:

@@ -102,3 +102,70 @@ def fake_build(tmp_path):
 
 # The custom launcher the sweep tests use: hands the rank count to the fake through env.
 FAKE_LAUNCHER = "env FAKE_RANKS={ranks}"
+
+
+def synthetic_measurements():
+    """Results of a small sweep with repeats (3 runs of every configuration), for report tests:
+    overlap in the cached and the direct regime, cfs bandwidths spanning three decades, missing
+    fields (no impl_version, null parameters, a parameter only some runs report)."""
+    out = []
+
+    def add(suite, test, impl, mpi, ranks, params, metrics, status="ok", verified=True, error=None):
+        rec = {"suite": suite, "test": test, "impl": impl, "mpi": mpi, "ranks": ranks,
+               "params": dict(params, hints={}), "metrics": metrics, "verified": verified,
+               "status": status, "error": error, "time": "2025-01-01T00:00:00Z"}
+        if impl == "native":
+            rec["mpi_version"] = None           # missing fields must not show as "None"
+        else:
+            rec["impl_version"] = "0.1.0"
+        out.append(rec)
+
+    for rep in range(3):
+        j = 1.0 + 0.05 * rep                    # spread between repeats
+        for mpi in ("openmpi", "mpich"):
+            for ranks in (1, 2):
+                for regime in ("cached", "direct"):
+                    for impl in ("native", "pario"):
+                        ratio = (1.0 if impl == "native" else 0.55 if regime == "direct" else 0.95) * j
+                        add("overlap", "equal", impl, mpi, ranks,
+                            {"size": ranks, "elements": 8 << 20, "scenario": "equal", "api": "native",
+                             "regime": regime, "io_ratio": None},
+                            {"ratio": ratio, "reduce_p_time": ratio, "reduce_s_time": 1.0, "quality": 0.05})
+                for bs in (4096, 1 << 20):
+                    for impl in ("native", "pario"):
+                        speed = (5.0 if bs == 4096 else 2500.0) * ranks * j * (1.1 if impl == "pario" else 1.0)
+                        add("cfs", "partitioned-write", impl, mpi, ranks,
+                            {"test": "partitioned-write", "block_size": bs, "file_size": 16 << 20, "groups": 0},
+                            {"seconds": 1.0 / speed, "mb_per_s": speed})
+                for mode in (1, 2):
+                    for impl in ("native", "pario"):
+                        comp = None if impl == "native" else "sm"
+                        params = {"mode": mode, "data_size": 1 << 20, "loops": 8, "sharedfp_component": comp}
+                        if mode == 2 and impl == "native" and mpi == "openmpi":
+                            add("sharedfp", "write_ordered", impl, mpi, ranks, params, {}, status="unsupported",
+                                verified=None, error="MPI_File_write_ordered: unsupported")
+                        else:
+                            add("sharedfp", "write_shared" if mode == 1 else "write_ordered", impl, mpi, ranks,
+                                params, {"mb_per_s": 100.0 * mode * j, "records_per_s": 1000.0})
+                for impl in ("native", "pario"):
+                    add("btio", "blocking", impl, mpi, ranks,
+                        {"n": 32, "mode": "blocking", "iterations": 10, "write_every": 5},
+                        {"compute_s": 1.0 * j, "io_s": 0.4 * j, "total_s": 1.5 * j, "mb_per_s": 20.0 * j})
+                    for rs in (32, 1024):
+                        for access in ("independent", "collective"):
+                            params = {"region_size": rs, "access": access, "op": "write", "mem": "contig",
+                                      "file": "noncontig"}
+                            if access == "collective":
+                                params["sync"] = False          # only some runs name this parameter
+                            add("noncontig", f"{access}-write", impl, mpi, ranks, params,
+                                {"mb_per_s": rs * 0.5 * j, "seconds": 0.1})
+    return out
+
+
+def write_synthetic_results(directory):
+    import json
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "results.jsonl"), "w") as f:
+        for rec in synthetic_measurements():
+            f.write(json.dumps(rec) + "\n")
+    return directory

@@ -46,7 +46,8 @@ def test_template_launcher():
     assert cmd[:3] == ["mpiexec.openmpi", "-np", "3"]
 
 
-@pytest.mark.parametrize("bad", ["", "srun", "mpiexec -n {rank}", "srun -n {ranks"])
+@pytest.mark.parametrize("bad", ["", "srun", "mpiexec -n {rank}", "srun -n {ranks", "srun -n {ranks} 'x",
+                                 'srun -n {ranks} "x', "srun -n {ranks} x\\"])
 def test_bad_templates(bad):
     with pytest.raises(LauncherError):
         Launcher(bad)

@@ -92,3 +92,26 @@ def test_case_args_shapes(monkeypatch):
         case_args("cfs", {"block_size": [1, 2]})
     with pytest.raises(BenchArgsError):
         case_args("ior", {})
+
+
+def test_quick_overlap_runs_the_direct_regime():
+    """make demo shows pario where overlap is possible: direct I/O, besides the page cache."""
+    runs = plan_sweep(["overlap"], MPIS, IMPLS, None, quick=True)
+    regimes = {r.case["regime"] for r in runs}
+    assert regimes == {"cached", "direct"}
+    direct = [r for r in runs if r.case["regime"] == "direct"]
+    assert {r.ranks for r in direct} == {1, 2}                 # no more ranks than the 2 cores
+    assert {r.ranks for r in runs if r.case["regime"] == "cached"} == set(plan.DEFAULT_RANKS)
+    for mpi in MPIS:
+        for n in (1, 2):
+            assert {r.impl for r in direct if r.mpi == mpi and r.ranks == n} == set(IMPLS)
+    argv = bench_argv("/b/pario-bench", "overlap", direct[0].case, "/r.jsonl", "/w")
+    assert argv[argv.index(benchargs.OPTIONS["overlap"]["regime"]) + 1] == "direct"
+    # --ranks overrides the preset's rank counts for every case
+    runs = plan_sweep(["overlap"], ["mpich"], ["pario"], [4], quick=True)
+    assert {(r.ranks, r.case["regime"]) for r in runs} == {(4, "cached"), (4, "direct")}
+
+
+def test_quick_demo_time_stays_about_the_same():
+    """The direct-regime overlap runs add 8 short launches to the 60 of the quick demo."""
+    assert len(plan_sweep(SUITES, MPIS, IMPLS, None, quick=True)) <= 70

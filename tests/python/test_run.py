@@ -25,10 +25,12 @@ def test_sweep_all_quick(fake_build, tmp_path, capsys):
     runs = load_runs(str(out))
     assert runs and all(r.status == "ok" for r in runs), [r.message for r in runs if r.status != "ok"]
     n = len(runs)
-    # progress: one line per run, [k/N] and elapsed time, plain text
-    progress = [ln for ln in text.splitlines() if re.match(r"\[\s*\d+/%d\]\s+\d+:\d\d " % n, ln)]
+    # progress: one line per run, [k/N], elapsed time and time left, plain text
+    progress = [ln for ln in text.splitlines()
+                if re.match(r"\[\s*\d+/%d\] .* \d+:\d\d:\d\d elapsed, ~\d+:\d\d:\d\d left" % n, ln)]
     assert len(progress) == n
     assert "\r" not in text
+    assert (out / "summary.csv").exists() and (out / "summary.json").exists()
     ms, problems = load_results(str(out))
     assert problems == []
     assert {m.suite for m in ms} == set(SUITES)

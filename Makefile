@@ -1,27 +1,33 @@
 # pario: the two commands of the README.
 #   make demo   build everything and run the main job (native MPI-IO vs pario, both MPIs)
 #   make test   build everything and run every test (C unit + MPI tests on both MPIs, Python)
-# Both install what they need on a fresh Debian 12 machine (as root) first.
+# Both install what they need on a fresh Debian 12 machine (as root) first; every other
+# target only builds and runs (make deps installs the requirements alone).
+#   make install PREFIX=/opt/pario   both flavours side by side in one prefix (docs/install.md)
 FLAVOURS ?= openmpi mpich
 BUILD    ?= build
 JOBS     ?= $(shell nproc)
 PY       ?= /usr/bin/python3
 VENV     ?= $(BUILD)/venv
+PREFIX   ?= /usr/local
 
-.PHONY: all deps build venv test test-c test-python test-sanitize test-tsan demo clean
+.PHONY: all deps build install venv test test-c test-python test-sanitize test-tsan demo clean
 
 all: build
 
 deps:
 	./scripts/install-deps.sh
 
-build: deps
+build:
 	@for f in $(FLAVOURS); do \
 	  cmake -S . -B $(BUILD)/$$f -DPARIO_MPI=$$f -DPARIO_WERROR=ON >/dev/null && \
 	  cmake --build $(BUILD)/$$f -j $(JOBS) || exit 1; \
 	done
 
-venv: deps
+install: build
+	@for f in $(FLAVOURS); do cmake --install $(BUILD)/$$f --prefix $(PREFIX) || exit 1; done
+
+venv:
 	@[ -x $(VENV)/bin/python ] || $(PY) -m venv --system-site-packages $(VENV)
 	@$(VENV)/bin/pip install -q -e './python[test]'
 
@@ -31,13 +37,13 @@ test-c: build
 	  ctest --test-dir $(BUILD)/$$f --output-on-failure -j 2 --timeout 300 || exit 1; \
 	done
 
-test-sanitize: deps
+test-sanitize:
 	cmake -S . -B $(BUILD)/asan-mpich -DPARIO_MPI=mpich -DPARIO_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build $(BUILD)/asan-mpich -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 \
 	  ctest --test-dir $(BUILD)/asan-mpich --output-on-failure -j 2 --timeout 300 -L sanitize
 
-test-tsan: deps
+test-tsan:
 	cmake -S . -B $(BUILD)/tsan-mpich -DPARIO_MPI=mpich -DPARIO_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build $(BUILD)/tsan-mpich -j $(JOBS) --target pario mpi_nonblocking mpi_threads mpi_directio mpi_collective mpi_shared
 	ctest --test-dir $(BUILD)/tsan-mpich --output-on-failure --timeout 300 -L tsan
@@ -47,9 +53,11 @@ test-python: build
 	  $(MAKE) venv && $(VENV)/bin/python -m pytest -q tests/python; \
 	else echo "no python package yet"; fi
 
-test: test-c test-sanitize test-tsan test-python
+test: deps
+	@$(MAKE) --no-print-directory test-c test-sanitize test-tsan test-python
 
-demo: build venv
+demo: deps
+	@$(MAKE) --no-print-directory build venv
 	./scripts/demo.sh $(BUILD)
 
 clean:

@@ -29,7 +29,27 @@ static void top_help(void) {
          "Parallel I/O experiments through the standard MPI-IO API: the same binary measures\n"
          "the native MPI-IO and pario (LD_PRELOAD=libpario.so).\n\nsubcommands:\n");
   for (int i = 0; i < NSUITES; i++) printf("  %-10s %s\n", suites[i].name, suites[i].what);
-  printf("\n'pario-bench SUBCOMMAND --help' lists a subcommand's options.\n");
+  printf("\n'pario-bench SUBCOMMAND --help' lists a subcommand's options;\n"
+         "'pario-bench --version' prints pario's version and the MPI it was built for.\n");
+}
+
+#ifndef PARIO_BENCH_VERSION
+#define PARIO_BENCH_VERSION "unknown"
+#endif
+
+/* --version: pario's version (the build's PROJECT_VERSION) and the MPI whose mpi.h this binary
+ * was compiled with, e.g. "pario-bench 0.1.0 (built for MPICH 4.0.2)". Needs no MPI launch. */
+static void print_version(void) {
+  char mpi[64];
+#if defined(OMPI_MAJOR_VERSION)
+  snprintf(mpi, sizeof mpi, "Open MPI %d.%d.%d", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+           OMPI_RELEASE_VERSION);
+#elif defined(MPICH_VERSION)
+  snprintf(mpi, sizeof mpi, "MPICH %s", MPICH_VERSION);
+#else
+  snprintf(mpi, sizeof mpi, "an MPI-%d.%d library", MPI_VERSION, MPI_SUBVERSION);
+#endif
+  printf("pario-bench %s (built for %s)\n", PARIO_BENCH_VERSION, mpi);
 }
 
 static const suite_entry *find_suite(const char *name) {
@@ -96,6 +116,10 @@ static void detect_impl(void) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+    if (env_rank0()) print_version();
+    return 0;
+  }
   const suite_entry *s = argc > 1 ? find_suite(argv[1]) : NULL;
   if (argc < 2 || (!s && wants_help(argc, argv))) {
     if (env_rank0()) top_help();

@@ -1,8 +1,6 @@
 /* File-level entry points: open, close, delete, size, preallocation, sync, info, group,
  * access mode and atomicity. Thin: check arguments, call the core, route errors. */
-#include "async/engine.h"
-#include "collective/collective.h"
-#include "sharedfp/sharedfp.h"
+#include "core/file.h"
 
 PARIO_EXPORT int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) {
   pario_file *f = NULL;
@@ -20,11 +18,8 @@ PARIO_EXPORT int PMPI_File_close(MPI_File *fh) {
   if (!fh) return pario_file_error(MPI_FILE_NULL, pario_err(MPI_ERR_ARG, "MPI_File_close", NULL, 0, "null handle pointer"));
   int rc = pario_file_check(*fh, "MPI_File_close", &f);
   if (rc != MPI_SUCCESS) return rc;
-  MPI_Errhandler eh = f->eh;
-  rc = pario_close(f);
+  rc = pario_close(f); /* a failure went through the file's own errhandler already */
   *fh = MPI_FILE_NULL;
-  /* The file is gone: report through the handler it had, as the default would not apply. */
-  if (rc != MPI_SUCCESS && eh != MPI_ERRORS_RETURN) return pario_file_error(MPI_FILE_NULL, rc);
   return rc;
 }
 PARIO_WEAK_ALIAS(MPI_File_close)
@@ -44,7 +39,7 @@ static int resize(MPI_File fh, const char *op, MPI_Offset size, int preallocate)
           : (f->amode & MPI_MODE_RDONLY) ? pario_err(MPI_ERR_READ_ONLY, op, f->filename, 0, "file opened MPI_MODE_RDONLY")
           : (f->amode & MPI_MODE_SEQUENTIAL) ? pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, 0, "not allowed with MPI_MODE_SEQUENTIAL")
           : MPI_SUCCESS;
-  rc = pario_check_same(f, op, "size", bad == MPI_SUCCESS ? size : -1);
+  rc = pario_check_same(f->comm, op, f->filename, "size", bad == MPI_SUCCESS ? size : -1);
   if (bad != MPI_SUCCESS) return pario_file_error(fh, bad);
   if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
   int e = 0;
@@ -84,8 +79,7 @@ PARIO_EXPORT int PMPI_File_sync(MPI_File fh) {
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
-  pario_engine_drain(f); /* operations already started reach storage too */
-  int code = pario_sharedfp_merge(f, op); /* and writes the individual component kept */
+  int code = pario_layers_sync(f, op); /* operations already started and kept writes reach storage too */
   int e = (f->amode & MPI_MODE_RDONLY) ? 0 : f->drv->sync(f->dh);
   if (code == MPI_SUCCESS) code = e ? pario_err(pario_errno_class(e), op, f->filename, e, "fsync failed") : MPI_SUCCESS;
   int worst = pario_agree(f->comm, code); /* collective: everyone's data is on storage after it */
@@ -113,24 +107,23 @@ PARIO_EXPORT int PMPI_File_get_amode(MPI_File fh, int *amode) {
 PARIO_WEAK_ALIAS(MPI_File_get_amode)
 
 PARIO_EXPORT int PMPI_File_set_info(MPI_File fh, MPI_Info info) {
+  static const char op[] = "MPI_File_set_info";
   pario_file *f;
-  int rc = pario_file_check(fh, "MPI_File_set_info", &f);
+  int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
-  /* Collective: every rank takes rank 0's values of the hints that must agree. */
+  /* Collective: nothing in flight sees the change, and every rank takes rank 0's values of
+   * the hints that must agree. */
+  pario_layers_quiesce(f);
   pario_hints nh = f->hints;
-  long long shared[PARIO_HINTS_SHARED];
   pario_hints_update(&nh, info);
-  pario_hints_shared_pack(&nh, shared);
-  MPI_Request r;
-  if (PMPI_Ibcast(shared, PARIO_HINTS_SHARED, MPI_LONG_LONG, 0, f->comm, &r) != MPI_SUCCESS)
-    return pario_file_error(fh, pario_err(MPI_ERR_OTHER, "MPI_File_set_info", f->filename, 0, "broadcast of the hints failed"));
-  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
+  if (pario_hints_agree(f->comm, &nh, NULL, 0) != MPI_SUCCESS)
+    return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement on hints failed"));
   pthread_mutex_lock(&f->lock);
-  pario_hints_update(&f->hints, info);
-  pario_hints_shared_unpack(&f->hints, shared);
-  pario_coll_hints_fix(f);
+  f->hints = nh;
+  pario_hints_settle(f);
   pario_direct_io_apply(f);
   pthread_mutex_unlock(&f->lock);
+  pario_layers_set_info(f);
   return MPI_SUCCESS;
 }
 PARIO_WEAK_ALIAS(MPI_File_set_info)
@@ -140,8 +133,8 @@ PARIO_EXPORT int PMPI_File_get_info(MPI_File fh, MPI_Info *info_used) {
   int rc = pario_file_check_out(fh, "MPI_File_get_info", info_used, &f);
   if (rc != MPI_SUCCESS) return rc;
   pthread_mutex_lock(&f->lock);
-  rc = pario_hints_to_info(&f->hints, info_used);
-  if (rc == MPI_SUCCESS) PMPI_Info_set(*info_used, "pario_sharedfp", pario_sharedfp_name(f));
+  rc = pario_hints_to_info(&f->hints, f->nodes, info_used);
+  if (rc == MPI_SUCCESS) pario_layers_get_info(f, *info_used);
   pthread_mutex_unlock(&f->lock);
   return pario_file_error(fh, rc);
 }
@@ -152,7 +145,7 @@ PARIO_EXPORT int PMPI_File_set_atomicity(MPI_File fh, int flag) {
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
-  rc = pario_check_same(f, op, "atomicity flag", flag != 0);
+  rc = pario_check_same(f->comm, op, f->filename, "atomicity flag", flag != 0);
   if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
   int e = 0;
   if (flag) /* prove that byte-range locks work here before promising atomicity */
@@ -163,7 +156,12 @@ PARIO_EXPORT int PMPI_File_set_atomicity(MPI_File fh, int flag) {
   int worst = pario_agree(f->comm, code);
   if (worst != MPI_SUCCESS && code == MPI_SUCCESS)
     code = pario_err(worst, op, f->filename, 0, "atomic mode cannot be honoured on another rank");
-  if (code == MPI_SUCCESS) f->atomic = flag != 0;
+  if (code == MPI_SUCCESS) {
+    pario_layers_quiesce(f); /* an operation in flight keeps the mode it started with */
+    pthread_mutex_lock(&f->lock);
+    f->atomic = flag != 0;
+    pthread_mutex_unlock(&f->lock);
+  }
   return pario_file_error(fh, code);
 }
 PARIO_WEAK_ALIAS(MPI_File_set_atomicity)
@@ -172,7 +170,9 @@ PARIO_EXPORT int PMPI_File_get_atomicity(MPI_File fh, int *flag) {
   pario_file *f;
   int rc = pario_file_check_out(fh, "MPI_File_get_atomicity", flag, &f);
   if (rc != MPI_SUCCESS) return rc;
+  pthread_mutex_lock(&f->lock);
   *flag = f->atomic;
+  pthread_mutex_unlock(&f->lock);
   return MPI_SUCCESS;
 }
 PARIO_WEAK_ALIAS(MPI_File_get_atomicity)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/common.h"
+#include "core/file.h"
 
 typedef int (*init_thread_fn)(int *, char ***, int, int *);
 
@@ -16,7 +16,11 @@ static int host_init_thread(int *argc, char ***argv, int required, int *provided
   const char *lvl = getenv("PARIO_THREAD_LEVEL");
   int want = lvl && !strcmp(lvl, "asked") ? required : MPI_THREAD_MULTIPLE;
   if (required > want) want = required;
-  return host(argc, argv, want, provided);
+  int rc = host(argc, argv, want, provided);
+  /* pario's process-wide state (error strings of calls before any open too) ends with
+   * MPI_Finalize; open arms it as well, for programs whose MPI_Init pario does not see. */
+  if (rc == MPI_SUCCESS) pario_finalize_arm();
+  return rc;
 }
 
 PARIO_EXPORT int PMPI_Init(int *argc, char ***argv) {

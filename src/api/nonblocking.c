@@ -4,71 +4,77 @@
  * engine's thread, in the order they were started (the same on every rank). */
 #include "async/engine.h"
 
+/* Checks the arguments under the view the operation starts with (*s, taken here; the caller
+ * drops it) and reserves its part of the file: *pos is where it starts. */
 static int nb_prepare(MPI_File fh, const char *op, int rw, int explicit_off, MPI_Offset offset,
-                      const void *buf, MPI_Count count, MPI_Datatype type, pario_file **fp,
-                      MPI_Offset *pos) {
-  pario_file *f;
+                      const void *buf, MPI_Count count, MPI_Datatype type, pario_file *f,
+                      pario_snap *s, MPI_Offset *pos) {
   const pario_typemap *tm;
-  int rc = pario_file_check(fh, op, &f);
-  if (rc != MPI_SUCCESS) return rc;
-  rc = pario_access_args(f, op, rw, explicit_off, offset, buf, count, type, &tm);
+  int rc = pario_access_args(f, s->view, op, rw, explicit_off, offset, buf, count, type, &tm);
   if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
+  const MPI_Offset es = s->view->esize;
   if (explicit_off) {
-    *pos = offset * f->view.esize;
+    *pos = offset * es;
   } else {
     pthread_mutex_lock(&f->lock);
-    *pos = f->fp_ind * f->view.esize;
-    f->fp_ind += (MPI_Offset)count * tm->size / f->view.esize;
+    *pos = f->fp_ind * es;
+    f->fp_ind += (MPI_Offset)count * tm->size / es;
     pthread_mutex_unlock(&f->lock);
   }
-  *fp = f;
   return MPI_SUCCESS;
 }
 
 /* A collective whose arguments were wrong on this rank still takes part (with nothing to
  * access), so that the other ranks' collective completes; the caller gets the error. */
-static void coll_take_part(MPI_File fh, const char *op, int rw) {
-  if (!pario_registry_valid(fh)) return; /* no file: nothing to take part in */
-  pario_engine_submit_coll(pario_file_of(fh), op, rw, 0, NULL, 0, MPI_BYTE, NULL, NULL);
+static void coll_take_part(pario_file *f, const pario_snap *s, const char *op, int rw) {
+  pario_engine_submit_coll(f, s, op, rw, 0, NULL, 0, MPI_BYTE, NULL, NULL);
 }
 
 static int nb_start(MPI_File fh, const char *op, int rw, int coll, int explicit_off, MPI_Offset offset,
                     void *buf, MPI_Count count, MPI_Datatype type, MPI_Request *req) {
   pario_file *f;
-  MPI_Offset pos;
+  pario_snap s;
+  MPI_Offset pos = 0;
   if (req) *req = MPI_REQUEST_NULL;
-  int rc = req ? nb_prepare(fh, op, rw, explicit_off, offset, buf, count, type, &f, &pos)
-               : pario_file_error(fh, pario_err(MPI_ERR_REQUEST, op, NULL, 0, "null request pointer"));
+  int rc = pario_file_check(fh, op, &f);
+  if (rc != MPI_SUCCESS) return rc; /* no file: nothing to take part in */
+  pario_snap_take(f, &s);
+  rc = req ? nb_prepare(fh, op, rw, explicit_off, offset, buf, count, type, f, &s, &pos)
+           : pario_file_error(fh, pario_err(MPI_ERR_REQUEST, op, f->filename, 0, "null request pointer"));
   if (rc != MPI_SUCCESS) {
-    if (coll) coll_take_part(fh, op, rw);
+    if (coll) coll_take_part(f, &s, op, rw);
+    pario_snap_drop(&s);
     return rc;
   }
-  rc = coll ? pario_engine_submit_coll(f, op, rw, pos, buf, count, type, req, NULL)
-            : pario_engine_submit(f, op, rw, pos, buf, count, type, req, NULL);
+  rc = coll ? pario_engine_submit_coll(f, &s, op, rw, pos, buf, count, type, req, NULL)
+            : pario_engine_submit(f, &s, op, rw, pos, buf, count, type, req, NULL);
+  pario_snap_drop(&s);
   return pario_file_error(fh, rc);
 }
 
-/* Split collectives: one per file at a time; begin starts it, end waits for it. */
+/* Split collectives: one per file at a time; begin starts it, end waits for it. An active
+ * one is checked first, so an erroneous second begin moves no file pointer. */
 static int split_begin(MPI_File fh, const char *op, int rw, int explicit_off, MPI_Offset offset,
                        void *buf, MPI_Count count, MPI_Datatype type) {
   pario_file *f;
-  MPI_Offset pos;
-  int rc = nb_prepare(fh, op, rw, explicit_off, offset, buf, count, type, &f, &pos);
-  if (rc != MPI_SUCCESS) {
-    coll_take_part(fh, op, rw);
-    return rc;
-  }
-  if (f->split_job) { /* erroneous program: the active one is the collective that matches */
+  pario_snap s;
+  MPI_Offset pos = 0;
+  int rc = pario_file_check(fh, op, &f);
+  if (rc != MPI_SUCCESS) return rc;
+  if (pario_engine_split_active(f)) /* erroneous program: the active one is the collective that matches */
     return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0,
                                           "a split collective operation is already active on this file"));
-  }
+  pario_snap_take(f, &s);
+  rc = nb_prepare(fh, op, rw, explicit_off, offset, buf, count, type, f, &s, &pos);
   pario_job *j = NULL;
-  rc = pario_engine_submit_coll(f, op, rw, pos, buf, count, type, NULL, &j);
-  if (rc == MPI_SUCCESS) {
-    f->split_job = j;
-    f->split_rw = rw;
+  if (rc != MPI_SUCCESS) {
+    coll_take_part(f, &s, op, rw);
+  } else {
+    rc = pario_file_error(fh, pario_engine_submit_coll(f, &s, op, rw, pos, buf, count, type, NULL, &j));
+    if (rc == MPI_SUCCESS) pario_engine_split_start(f, j, rw);
   }
-  return pario_file_error(fh, rc);
+  pario_snap_drop(&s);
+  return rc;
 }
 
 static int split_end(MPI_File fh, const char *op, int rw, MPI_Status *status) {
@@ -77,11 +83,11 @@ static int split_end(MPI_File fh, const char *op, int rw, MPI_Status *status) {
   pario_status_set(status, 0);
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
-  if (!f->split_job || f->split_rw != rw)
+  pario_job *j = pario_engine_split_take(f, rw);
+  if (!j)
     return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0,
                                           "no matching split collective operation is active on this file"));
-  rc = pario_engine_wait(f->split_job, &bytes);
-  f->split_job = NULL;
+  rc = pario_engine_wait(j, &bytes);
   pario_status_set(status, bytes);
   return pario_file_error(fh, rc);
 }

@@ -11,37 +11,42 @@ static int rw_common(MPI_File fh, const char *op, int rw, int coll, int explicit
   pario_file *f;
   const pario_typemap *tm;
   MPI_Count bytes = 0;
+  pario_snap s;
   pario_status_set(status, 0);
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
-  rc = pario_access_args(f, op, rw, explicit_off, offset, buf, count, type, &tm);
+  pario_snap_take(f, &s);
+  const MPI_Offset es = s.view->esize;
+  rc = pario_access_args(f, s.view, op, rw, explicit_off, offset, buf, count, type, &tm);
   pario_coll_ctx *c = NULL;
   if (coll && !(c = pario_coll_ctx_get(f, 0)) && rc == MPI_SUCCESS)
     rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
   if (rc != MPI_SUCCESS) {
-    if (c) pario_coll_access(c, op, rw, 0, NULL, 0, MPI_BYTE, &bytes);
+    if (c) pario_coll_access(c, &s, op, rw, 0, NULL, 0, MPI_BYTE, &bytes);
+    pario_snap_drop(&s);
     return pario_file_error(fh, rc);
   }
-  MPI_Offset pos = offset * f->view.esize;
+  MPI_Offset pos = offset * es;
   if (!explicit_off) {
     pthread_mutex_lock(&f->lock);
-    pos = f->fp_ind * f->view.esize;
+    pos = f->fp_ind * es;
     if (!c) { /* independent: the pointer stays locked for the access */
-      rc = pario_access(f, op, rw, pos, buf, count, type, &bytes);
-      f->fp_ind += bytes / f->view.esize;
+      rc = pario_access(f, &s, op, rw, pos, buf, count, type, &bytes);
+      f->fp_ind += bytes / es;
     }
     pthread_mutex_unlock(&f->lock);
   }
   if (c) {
-    rc = pario_coll_access(c, op, rw, pos, buf, count, type, &bytes);
+    rc = pario_coll_access(c, &s, op, rw, pos, buf, count, type, &bytes);
     if (!explicit_off) {
       pthread_mutex_lock(&f->lock);
-      f->fp_ind = pos / f->view.esize + bytes / f->view.esize;
+      f->fp_ind = pos / es + bytes / es;
       pthread_mutex_unlock(&f->lock);
     }
   } else if (explicit_off) {
-    rc = pario_access(f, op, rw, pos, buf, count, type, &bytes);
+    rc = pario_access(f, &s, op, rw, pos, buf, count, type, &bytes);
   }
+  pario_snap_drop(&s);
   pario_status_set(status, bytes);
   return pario_file_error(fh, rc);
 }

@@ -1,22 +1,21 @@
 /* Shared file pointer data access: read/write_shared (blocking and nonblocking) take their
- * place with one atomic fetch-add; ordered calls and their split forms compute every rank's
- * place with one MPI_Exscan and one pointer update; seek_shared is collective. */
+ * place with one atomic fetch-add; ordered calls and their split forms reserve every rank's
+ * place in one collective step of the component (sharedfp/select.c); seek_shared is
+ * collective. A collective call with bad arguments on one rank still takes part, with
+ * nothing to access, so the other ranks never wait for it. */
 #include "async/engine.h"
 #include "sharedfp/sharedfp.h"
 
 #include <stdlib.h>
 
-/* Checks for a shared-pointer access; *n receives its size in etypes. */
-static int shared_args(MPI_File fh, const char *op, int rw, const void *buf, MPI_Count count,
-                       MPI_Datatype type, pario_file **fp, MPI_Offset *n) {
+/* Checks for a shared-pointer access under the view in s; *n receives its size in etypes. */
+static int shared_args(pario_file *f, const pario_snap *s, const char *op, int rw, const void *buf,
+                       MPI_Count count, MPI_Datatype type, MPI_Offset *n) {
   const pario_typemap *tm;
-  int rc = pario_file_check(fh, op, fp);
-  if (rc != MPI_SUCCESS) return rc;
-  rc = pario_access_check(*fp, op, rw, buf, count, type, &tm);
-  if (rc == MPI_SUCCESS) rc = pario_sharedfp_check(*fp, op, rw);
-  if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
-  *n = (MPI_Offset)count * tm->size / (*fp)->view.esize;
-  return MPI_SUCCESS;
+  int rc = pario_access_check(f, s->view, op, rw, buf, count, type, &tm);
+  if (rc == MPI_SUCCESS) rc = pario_sharedfp_check(f, op, rw);
+  *n = rc == MPI_SUCCESS ? (MPI_Offset)count * tm->size / s->view->esize : 0;
+  return rc;
 }
 
 /* A request that is already complete with bytes transferred (writes the individual
@@ -51,57 +50,70 @@ static int done_request(pario_file *f, const char *op, MPI_Count bytes, MPI_Requ
 static int shared_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count,
                      MPI_Datatype type, MPI_Status *status, MPI_Request *req) {
   pario_file *f;
+  pario_snap s;
   MPI_Offset n, pos;
   MPI_Count bytes = 0;
   if (req) *req = MPI_REQUEST_NULL;
   pario_status_set(status, 0);
-  int rc = shared_args(fh, op, rw, buf, count, type, &f, &n);
+  int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
-  if (pario_sharedfp_defers(f)) { /* kept until the next merge: complete at once */
+  pario_snap_take(f, &s);
+  const MPI_Offset es = s.view->esize;
+  rc = shared_args(f, &s, op, rw, buf, count, type, &n);
+  if (rc == MPI_SUCCESS && pario_sharedfp_defers(f)) { /* kept until the next merge: complete at once */
     rc = pario_sharedfp_write(f, op, buf, count, type, n);
-    bytes = rc == MPI_SUCCESS ? (MPI_Count)(n * f->view.esize) : 0;
+    bytes = rc == MPI_SUCCESS ? (MPI_Count)(n * es) : 0;
     if (rc == MPI_SUCCESS && req) rc = done_request(f, op, bytes, req);
-    pario_status_set(status, bytes);
-    return pario_file_error(fh, rc);
+  } else if (rc == MPI_SUCCESS) {
+    rc = pario_sharedfp_fetch_add(f, op, n, &pos);
+    if (rc == MPI_SUCCESS && req)
+      rc = pario_engine_submit(f, &s, op, rw, pos * es, buf, count, type, req, NULL);
+    else if (rc == MPI_SUCCESS)
+      rc = pario_access(f, &s, op, rw, pos * es, buf, count, type, &bytes);
   }
-  rc = pario_sharedfp_fetch_add(f, op, n, &pos);
-  if (rc == MPI_SUCCESS && req)
-    rc = pario_engine_submit(f, op, rw, pos * f->view.esize, buf, count, type, req, NULL);
-  else if (rc == MPI_SUCCESS)
-    rc = pario_access(f, op, rw, pos * f->view.esize, buf, count, type, &bytes);
+  pario_snap_drop(&s);
   pario_status_set(status, bytes);
   return pario_file_error(fh, rc);
 }
 
+/* Ordered calls are collective: a rank whose arguments are bad still reserves nothing in the
+ * collective step (n = 0), so the others complete, and then returns its error. */
 static int ordered_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count,
                       MPI_Datatype type, MPI_Status *status) {
   pario_file *f;
+  pario_snap s;
   MPI_Offset n, pos;
   MPI_Count bytes = 0;
   pario_status_set(status, 0);
-  int rc = shared_args(fh, op, rw, buf, count, type, &f, &n);
+  int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
+  pario_snap_take(f, &s);
+  int bad = shared_args(f, &s, op, rw, buf, count, type, &n);
   rc = pario_sharedfp_ordered(f, op, n, &pos);
-  if (rc == MPI_SUCCESS) rc = pario_access(f, op, rw, pos * f->view.esize, buf, count, type, &bytes);
+  if (bad != MPI_SUCCESS) rc = bad;
+  else if (rc == MPI_SUCCESS) rc = pario_access(f, &s, op, rw, pos * s.view->esize, buf, count, type, &bytes);
+  pario_snap_drop(&s);
   pario_status_set(status, bytes);
   return pario_file_error(fh, rc);
 }
 
 static int ordered_begin(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count, MPI_Datatype type) {
   pario_file *f;
+  pario_snap s;
   MPI_Offset n, pos;
-  int rc = shared_args(fh, op, rw, buf, count, type, &f, &n);
+  int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
-  if (f->split_job)
+  if (pario_engine_split_active(f))
     return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0,
                                           "a split collective operation is already active on this file"));
-  rc = pario_sharedfp_ordered(f, op, n, &pos);
+  pario_snap_take(f, &s);
+  int bad = shared_args(f, &s, op, rw, buf, count, type, &n);
+  rc = pario_sharedfp_ordered(f, op, n, &pos); /* every rank takes part, see ordered_rw */
   pario_job *j = NULL;
-  if (rc == MPI_SUCCESS) rc = pario_engine_submit(f, op, rw, pos * f->view.esize, buf, count, type, NULL, &j);
-  if (rc == MPI_SUCCESS) {
-    f->split_job = j;
-    f->split_rw = rw + 2; /* an ordered split, ended only by an ordered end */
-  }
+  if (bad != MPI_SUCCESS) rc = bad;
+  else if (rc == MPI_SUCCESS) rc = pario_engine_submit(f, &s, op, rw, pos * s.view->esize, buf, count, type, NULL, &j);
+  if (rc == MPI_SUCCESS) pario_engine_split_start(f, j, rw + 2); /* ended only by an ordered end */
+  pario_snap_drop(&s);
   return pario_file_error(fh, rc);
 }
 
@@ -111,11 +123,11 @@ static int ordered_end(MPI_File fh, const char *op, int rw, MPI_Status *status) 
   pario_status_set(status, 0);
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
-  if (!f->split_job || f->split_rw != rw + 2)
+  pario_job *j = pario_engine_split_take(f, rw + 2);
+  if (!j)
     return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0,
                                           "no matching ordered split collective is active on this file"));
-  rc = pario_engine_wait(f->split_job, &bytes);
-  f->split_job = NULL;
+  rc = pario_engine_wait(j, &bytes);
   pario_status_set(status, bytes);
   return pario_file_error(fh, rc);
 }
@@ -176,7 +188,7 @@ PARIO_EXPORT int PMPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whenc
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
   int bad = whence != MPI_SEEK_SET && whence != MPI_SEEK_CUR && whence != MPI_SEEK_END;
-  rc = pario_check_same(f, op, "offset and whence", bad ? -1 : offset * 4 + whence);
+  rc = pario_check_same(f->comm, op, f->filename, "offset and whence", bad ? -1 : offset * 4 + whence);
   if (rc == MPI_SUCCESS && bad) rc = pario_err(MPI_ERR_ARG, op, f->filename, 0, "invalid whence %d", whence);
   MPI_Offset base = 0;
   if (rc == MPI_SUCCESS) rc = pario_sharedfp_merge(f, op); /* kept writes first (collective) */
@@ -185,7 +197,10 @@ PARIO_EXPORT int PMPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whenc
     off_t size = 0;
     int e = f->drv->size(f->dh, &size);
     if (e) rc = pario_err(pario_errno_class(e), op, f->filename, e, "cannot get size");
-    base = (pario_view_data_before(&f->view, size) + f->view.esize - 1) / f->view.esize;
+    pario_snap s;
+    pario_snap_take(f, &s);
+    base = (pario_view_data_before(s.view, size) + s.view->esize - 1) / s.view->esize;
+    pario_snap_drop(&s);
   }
   int worst = pario_agree(f->comm, rc); /* CUR reads the pointer: all must read before it moves */
   if (worst == MPI_SUCCESS && base + offset < 0)

@@ -29,10 +29,10 @@ PARIO_EXPORT int PMPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype 
   if (!disp || !etype || !filetype || !datarep)
     return pario_file_error(fh, pario_err(MPI_ERR_ARG, op, f->filename, 0, "null output argument"));
   pthread_mutex_lock(&f->lock);
-  *disp = f->view.disp;
-  *etype = give(f->view.etype);
-  *filetype = give(f->view.filetype);
-  memcpy(datarep, f->view.datarep, strlen(f->view.datarep) + 1);
+  *disp = f->view->disp;
+  *etype = give(f->view->etype);
+  *filetype = give(f->view->filetype);
+  memcpy(datarep, f->view->datarep, strlen(f->view->datarep) + 1);
   pthread_mutex_unlock(&f->lock);
   return MPI_SUCCESS;
 }
@@ -54,8 +54,8 @@ PARIO_EXPORT int PMPI_File_seek(MPI_File fh, MPI_Offset offset, int whence) {
     off_t size = 0;
     int e = f->drv->size(f->dh, &size);
     if (e) rc = pario_err(pario_errno_class(e), op, f->filename, e, "cannot get size");
-    MPI_Offset data = pario_view_data_before(&f->view, size);
-    base = (data + f->view.esize - 1) / f->view.esize;
+    MPI_Offset data = pario_view_data_before(f->view, size);
+    base = (data + f->view->esize - 1) / f->view->esize;
   } else if (whence != MPI_SEEK_SET) {
     rc = pario_err(MPI_ERR_ARG, op, f->filename, 0, "invalid whence %d", whence);
   }
@@ -90,7 +90,7 @@ PARIO_EXPORT int PMPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_O
   if (offset < 0)
     return pario_file_error(fh, pario_err(MPI_ERR_ARG, op, f->filename, 0, "negative offset %lld", (long long)offset));
   pthread_mutex_lock(&f->lock);
-  *disp = pario_view_file_offset(&f->view, offset * f->view.esize);
+  *disp = pario_view_file_offset(f->view, offset * f->view->esize);
   pthread_mutex_unlock(&f->lock);
   return MPI_SUCCESS;
 }

@@ -1,7 +1,7 @@
 /* MPI_Wait, MPI_Waitall, MPI_Waitany, MPI_Waitsome in front of the host MPI's. MPI libraries
  * busy-poll in their waits; for a file request that only burns the CPU the I/O thread needs
- * (with more ranks than cores a waiting rank made nonblocking I/O 10-30 % slower than
- * blocking I/O). For pario's requests the wait sleeps on the job instead, or runs a job no
+ * (with more ranks than cores, a waiting rank made nonblocking I/O slower than blocking
+ * I/O; docs/async.md). For pario's requests the wait sleeps on the job instead, or runs a job no
  * worker has taken yet, and then lets the host MPI collect the finished request. Every other
  * request goes straight to the host, after one atomic load. Only the MPI_ names are defined:
  * a PMPI tool that wraps MPI_Wait still reaches the host's PMPI_Wait. */

@@ -1,6 +1,8 @@
 /* Worker threads and a FIFO of jobs. A job runs pario_access on a worker and completes its
  * generalized request; the application thread never has to call into MPI for progress.
- * Without MPI_THREAD_MULTIPLE the job runs inside the call instead (correct, no overlap). */
+ * Without MPI_THREAD_MULTIPLE the job runs inside the call instead (correct, no overlap).
+ * The pool is process-wide; each file's pario_io_threads hint bounds how many of that file's
+ * jobs run at once, and the pool grows to the largest bound any file asked for. */
 #include "async/engine.h"
 #include "collective/collective.h"
 
@@ -8,10 +10,25 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+/* The engine's per-file state (core keeps it in the file's ASYNC slot). Under q_lock. */
+typedef struct engine_file {
+  int pending;             /* jobs of the file not finished yet */
+  int running;             /* of those, run by workers now */
+  int limit;               /* pario_io_threads: jobs of the file a worker may run at once */
+  unsigned coll_ticket, coll_turn; /* nonblocking collectives run in the order they started */
+  struct pario_job *split; /* the active split collective, and which end matches it */
+  int split_kind;
+} engine_file;
+
+static engine_file *state_of(const pario_file *f) { return pario_layer_state(f, PARIO_SLOT_ASYNC); }
+
 typedef struct pario_job job;
 struct pario_job {
   struct pario_job *next;
   pario_file *f;
+  engine_file *ef;
+  pario_snap snap; /* the view and atomic mode the operation started under */
+  int by_worker;   /* counted in ef->running */
   const char *op;
   int rw;
   MPI_Offset pos;
@@ -35,7 +52,8 @@ static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t drain_cond = PTHREAD_COND_INITIALIZER;
 static job *head, *tail;
-static int nworkers;
+static int nworkers, stopping;
+static pthread_t *workers;
 static job *live;            /* jobs with a generalized request, until MPI frees it */
 static atomic_int nlive;     /* their number, read without the lock by every MPI_Wait */
 
@@ -57,6 +75,7 @@ static int query_fn(void *extra, MPI_Status *status) {
 
 static void job_free(job *j) {
   if (j->owned_type) PMPI_Type_free(&j->type);
+  pario_snap_drop(&j->snap);
   free(j);
 }
 
@@ -86,13 +105,14 @@ static int cancel_fn(void *extra, int complete) {
 static void run(job *j) {
   MPI_Count bytes = 0;
   int code;
+  engine_file *ef = j->ef;
   if (j->coll) { /* collectives of one file run in the order they started, on every rank */
     pthread_mutex_lock(&q_lock);
-    while (j->f->coll_turn != j->ticket) pthread_cond_wait(&drain_cond, &q_lock);
+    while (ef->coll_turn != j->ticket) pthread_cond_wait(&drain_cond, &q_lock);
     pthread_mutex_unlock(&q_lock);
-    code = pario_coll_access(j->coll, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
+    code = pario_coll_access(j->coll, &j->snap, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
   } else {
-    code = pario_access(j->f, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
+    code = pario_access(j->f, &j->snap, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
   }
   if (j->owned_type) { /* not in free_fn: MPI may not be called from a grequest callback */
     PMPI_Type_free(&j->type);
@@ -103,8 +123,9 @@ static void run(job *j) {
   int detached = j->detached; /* a waiter may free j once the lock is released */
   j->bytes = bytes;
   j->code = code;
-  --j->f->pending;
-  if (j->coll) j->f->coll_turn++;
+  --ef->pending;
+  if (j->by_worker) --ef->running;
+  if (j->coll) ef->coll_turn++;
   j->done = 1;
   pthread_cond_broadcast(&drain_cond);
   pthread_mutex_unlock(&q_lock);
@@ -121,47 +142,71 @@ static void run(job *j) {
   }
 }
 
-static void *worker(void *arg) {
-  (void)arg;
-  struct sched_param sp = {0};
-  pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
-  for (;;) {
-    pthread_mutex_lock(&q_lock);
-    while (!head) pthread_cond_wait(&q_cond, &q_lock);
-    job *j = head;
-    head = j->next;
-    if (!head) tail = NULL;
-    pthread_mutex_unlock(&q_lock);
-    run(j);
+/* The first queued job whose file may run one more job on a worker; unlinked. Under q_lock. */
+static job *take_runnable(void) {
+  for (job *prev = NULL, *j = head; j; prev = j, j = j->next) {
+    if (j->ef->running >= j->ef->limit) continue;
+    if (prev) prev->next = j->next; else head = j->next;
+    if (tail == j) tail = prev;
+    j->ef->running++;
+    j->by_worker = 1;
+    return j;
   }
   return NULL;
 }
 
-int pario_engine_async(void) {
-  int provided = MPI_THREAD_SINGLE;
-  PMPI_Query_thread(&provided);
-  return provided == MPI_THREAD_MULTIPLE;
+static void *worker(void *arg) {
+  (void)arg;
+  struct sched_param sp = {0};
+  pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+  pthread_setname_np(pthread_self(), "pario-io"); /* for ps/top, and tests that count them */
+  for (;;) {
+    pthread_mutex_lock(&q_lock);
+    job *j;
+    while (!(j = take_runnable()) && !stopping) pthread_cond_wait(&q_cond, &q_lock);
+    pthread_mutex_unlock(&q_lock);
+    if (!j) return NULL; /* MPI_Finalize: the queue is empty (files are closed) */
+    run(j);
+    pthread_mutex_lock(&q_lock); /* a slot of j's file is free: another job may be runnable */
+    if (head) pthread_cond_signal(&q_cond);
+    pthread_mutex_unlock(&q_lock);
+  }
+  return NULL;
 }
 
-/* Grow the pool to want threads (the pario_io_threads hint); called with q_lock held. */
+/* The thread level cannot change after MPI_Init: asked once, not per submit. */
+int pario_engine_async(void) {
+  static int level = -1;
+  int l = __atomic_load_n(&level, __ATOMIC_RELAXED);
+  if (l < 0) {
+    l = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&l);
+    __atomic_store_n(&level, l, __ATOMIC_RELAXED);
+  }
+  return l == MPI_THREAD_MULTIPLE;
+}
+
+/* Grow the pool to want threads (the largest pario_io_threads of any file); under q_lock. */
 static void ensure_workers(int want) {
-  while (nworkers < want) {
-    pthread_t t;
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &a, worker, NULL);
-    pthread_attr_destroy(&a);
-    if (rc) break;
+  enum { MAXWORKERS = 64 }; /* the hint's upper bound */
+  if (!workers && !(workers = calloc(MAXWORKERS, sizeof *workers))) return;
+  while (nworkers < want && nworkers < MAXWORKERS) {
+    if (pthread_create(&workers[nworkers], NULL, worker, NULL)) break;
     nworkers++;
   }
 }
 
-static int submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf, MPI_Count count,
-                  MPI_Datatype type, MPI_Request *req, pario_job **handle, pario_coll_ctx *coll) {
+static int submit(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
+                  MPI_Count count, MPI_Datatype type, MPI_Request *req, pario_job **handle, pario_coll_ctx *coll) {
+  engine_file *ef = state_of(f);
   job *j = calloc(1, sizeof *j);
-  if (!j) return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
+  if (!j || !ef) {
+    free(j);
+    return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
+  }
   j->f = f;
+  j->ef = ef;
+  pario_snap_copy(s, &j->snap);
   j->op = op;
   j->rw = rw;
   j->pos = pos;
@@ -191,14 +236,15 @@ static int submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *b
     live = j;
     atomic_fetch_add(&nlive, 1);
   }
-  f->pending++;
-  if (coll) j->ticket = f->coll_ticket++;
+  ef->pending++;
+  if (coll) j->ticket = ef->coll_ticket++;
   if (!pario_engine_async()) {
     pthread_mutex_unlock(&q_lock);
     run(j); /* no MPI_THREAD_MULTIPLE: complete inside the call */
     return MPI_SUCCESS;
   }
-  ensure_workers(f->hints.io_threads);
+  ef->limit = f->hints.io_threads; /* set_info quiesced the file before changing it */
+  ensure_workers(ef->limit);
   j->next = NULL;
   if (tail) tail->next = j; else head = j;
   tail = j;
@@ -207,16 +253,17 @@ static int submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *b
   return MPI_SUCCESS;
 }
 
-int pario_engine_submit(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
-                        MPI_Count count, MPI_Datatype type, MPI_Request *req, pario_job **handle) {
-  return submit(f, op, rw, pos, buf, count, type, req, handle, NULL);
+int pario_engine_submit(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos,
+                        void *buf, MPI_Count count, MPI_Datatype type, MPI_Request *req, pario_job **handle) {
+  return submit(f, s, op, rw, pos, buf, count, type, req, handle, NULL);
 }
 
-int pario_engine_submit_coll(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
-                             MPI_Count count, MPI_Datatype type, MPI_Request *req, pario_job **handle) {
+int pario_engine_submit_coll(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos,
+                             void *buf, MPI_Count count, MPI_Datatype type, MPI_Request *req,
+                             pario_job **handle) {
   pario_coll_ctx *c = pario_coll_ctx_get(f, 1);
   if (!c) return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
-  return submit(f, op, rw, pos, buf, count, type, req, handle, c);
+  return submit(f, s, op, rw, pos, buf, count, type, req, handle, c);
 }
 
 /* Takes j off the queue when it is next in line and no worker has it yet, so that its waiter
@@ -227,6 +274,25 @@ static int take_if_next(job *j) {
   head = j->next;
   if (!head) tail = NULL;
   return 1;
+}
+
+int pario_engine_split_active(pario_file *f) {
+  engine_file *ef = state_of(f);
+  return ef && ef->split != NULL;
+}
+
+void pario_engine_split_start(pario_file *f, pario_job *j, int kind) {
+  engine_file *ef = state_of(f);
+  ef->split = j;
+  ef->split_kind = kind;
+}
+
+pario_job *pario_engine_split_take(pario_file *f, int kind) {
+  engine_file *ef = state_of(f);
+  if (!ef || !ef->split || ef->split_kind != kind) return NULL;
+  pario_job *j = ef->split;
+  ef->split = NULL;
+  return j;
 }
 
 int pario_engine_wait(pario_job *j, MPI_Count *bytes) {
@@ -244,9 +310,10 @@ int pario_engine_wait(pario_job *j, MPI_Count *bytes) {
   return code;
 }
 
-void pario_engine_drain(pario_file *f) {
+/* Wait until no operation of the file is still executing (quiesce, sync, close). */
+static void drain(engine_file *ef) {
   pthread_mutex_lock(&q_lock);
-  while (f->pending > 0) pthread_cond_wait(&drain_cond, &q_lock);
+  while (ef->pending > 0) pthread_cond_wait(&drain_cond, &q_lock);
   pthread_mutex_unlock(&q_lock);
 }
 
@@ -299,3 +366,70 @@ void pario_engine_wait_some(int n, const MPI_Request *reqs) {
   }
   pthread_mutex_unlock(&q_lock);
 }
+
+/* ---- lifecycle hooks (core/layer.h) ---- */
+
+static int hook_open(pario_file *f, void **state) {
+  engine_file *ef = calloc(1, sizeof *ef);
+  if (!ef) return pario_err(MPI_ERR_NO_MEM, "MPI_File_open", f->filename, 0, "out of memory");
+  ef->limit = f->hints.io_threads;
+  *state = ef;
+  return MPI_SUCCESS;
+}
+
+static void hook_quiesce(pario_file *f, void *state) {
+  (void)f;
+  if (state) drain(state);
+}
+
+static int hook_sync(pario_file *f, void *state, const char *op) {
+  (void)f, (void)op;
+  drain(state); /* operations already started reach storage too */
+  return MPI_SUCCESS;
+}
+
+/* Requests still pending at close are erroneous, but their data must not be lost. */
+static int hook_close(pario_file *f, void *state, const char *op) {
+  engine_file *ef = state;
+  (void)f, (void)op;
+  if (ef->split) {
+    MPI_Count ignored;
+    pario_engine_wait(ef->split, &ignored);
+    ef->split = NULL;
+  }
+  drain(ef);
+  return MPI_SUCCESS;
+}
+
+static void hook_release(pario_file *f, void *state) {
+  (void)f;
+  free(state);
+}
+
+/* MPI_Finalize: every file is closed, so the queue is empty; the workers end and are joined. */
+static void hook_finalize(void) {
+  pthread_mutex_lock(&q_lock);
+  stopping = 1;
+  pthread_cond_broadcast(&q_cond);
+  int n = nworkers;
+  pthread_mutex_unlock(&q_lock);
+  for (int i = 0; i < n; i++) pthread_join(workers[i], NULL);
+  pthread_mutex_lock(&q_lock);
+  nworkers = 0;
+  stopping = 0;
+  free(workers);
+  workers = NULL;
+  pthread_mutex_unlock(&q_lock);
+}
+
+static const pario_layer engine_layer = {
+    .name = "async",
+    .open = hook_open,
+    .quiesce = hook_quiesce,
+    .sync = hook_sync,
+    .close = hook_close,
+    .release = hook_release,
+    .finalize = hook_finalize,
+};
+
+__attribute__((constructor)) static void engine_register(void) { pario_layer_register(PARIO_SLOT_ASYNC, &engine_layer); }

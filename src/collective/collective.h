@@ -2,7 +2,8 @@
  * rounds of cb_buffer_size) or, where aggregation does not pay, each rank's independent
  * access. Blocking collectives run on one context, nonblocking ones (driven by the async
  * engine) on another, each with a private duplicate communicator and its own cache of every
- * rank's view, so the two never share a message or a collective call. */
+ * rank's view, so the two never share a message or a collective call. The layer's per-file
+ * state (both contexts) hangs off the file through core's lifecycle hooks (core/layer.h). */
 #ifndef PARIO_COLLECTIVE_H
 #define PARIO_COLLECTIVE_H
 
@@ -15,18 +16,12 @@ typedef struct pario_coll_ctx pario_coll_ctx;
  * file's communicator). NULL when out of memory. */
 pario_coll_ctx *pario_coll_ctx_get(pario_file *f, int nb);
 
-/* Collective access of count x type at data position pos (bytes of the view's data stream).
- * A rank whose arguments were invalid still takes part, with count 0. *bytes receives the
- * bytes moved (less than requested only for a read at end of file). */
-int pario_coll_access(pario_coll_ctx *c, const char *op, int rw, MPI_Offset pos, void *buf,
-                      MPI_Count count, MPI_Datatype type, MPI_Count *bytes);
-
-/* set_view: every rank's view must be exchanged again before the next aggregation. */
-void pario_coll_view_changed(pario_file *f);
-/* After open, set_info and set_view: make the hints say what is in effect (cb_nodes within
- * the rank count, write sieving off where byte-range locks do not work). */
-void pario_coll_hints_fix(pario_file *f);
-/* At close (collective): free both contexts. */
-void pario_coll_free(pario_file *f);
+/* Collective access of count x type at data position pos (bytes of the data stream of the
+ * snapshot's view s, which every rank started its call under). A rank whose arguments were
+ * invalid still takes part, with count 0. *bytes receives the bytes moved (less than
+ * requested only for a read at end of file). Every rank's view is exchanged again when s's
+ * view generation differs from the one the context last exchanged. */
+int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, int rw, MPI_Offset pos,
+                      void *buf, MPI_Count count, MPI_Datatype type, MPI_Count *bytes);
 
 #endif

@@ -27,12 +27,15 @@ static inline void pario_cpu_relax(void) {
 }
 
 /* Create an MPI error code of class errclass whose MPI_Error_string reads
- * "<op>: <path>: <formatted message>[: <strerror(syserr)>]". syserr 0 means none. */
+ * "<op>: <formatted message>[: <strerror(syserr)>][: <path>]": the cause first, the path last
+ * with its middle elided where the whole would pass 255 characters. syserr 0 means none. */
 int pario_err(int errclass, const char *op, const char *path, int syserr, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
 /* The message of an error code pario created: 1 and the text if code is pario's, else 0. */
 int pario_err_lookup(int code, char *buf, int *len);
+/* Frees the message ring (at MPI_Finalize). */
+void pario_err_finalize(void);
 
 /* MPI error class for an errno value from the storage layer. */
 int pario_errno_class(int syserr);

@@ -113,3 +113,13 @@ int pario_file_error(MPI_File fh, int code) {
   }
   return code;
 }
+
+void pario_eh_finalize(void) {
+  pthread_mutex_lock(&eh_lock);
+  if (default_holder != MPI_COMM_NULL) PMPI_Comm_free(&default_holder);
+  default_eh = MPI_ERRHANDLER_NULL;
+  free(fns);
+  fns = NULL;
+  nfns = capfns = 0;
+  pthread_mutex_unlock(&eh_lock);
+}

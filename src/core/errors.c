@@ -15,6 +15,7 @@
 
 static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
 #define MSGLEN 512
+#define SHORT_MSG 256 /* the shortest MPI_MAX_ERROR_STRING of the MPIs pario runs on */
 static struct {
   int cls, n, next;
   int codes[RING];
@@ -46,6 +47,14 @@ static int code_for(int cls, const char *msg) {
   return ring[i].codes[k];
 }
 
+void pario_err_finalize(void) {
+  pthread_mutex_lock(&err_lock);
+  for (int i = 0; i < nring; i++) free(ring[i].msgs);
+  memset(ring, 0, sizeof ring);
+  nring = 0;
+  pthread_mutex_unlock(&err_lock);
+}
+
 int pario_err_lookup(int code, char *buf, int *len) {
   int found = 0;
   pthread_mutex_lock(&err_lock);
@@ -65,10 +74,18 @@ int pario_err(int errclass, const char *op, const char *path, int syserr, const 
   va_start(ap, fmt);
   vsnprintf(detail, sizeof detail, fmt, ap);
   va_end(ap);
-  if (syserr)
-    snprintf(msg, sizeof msg, "%s: %s%s%s: %s", op, path ? path : "", path ? ": " : "", detail, strerror(syserr));
-  else
-    snprintf(msg, sizeof msg, "%s: %s%s%s", op, path ? path : "", path ? ": " : "", detail);
+  /* The cause first and the file last, its middle elided to fit: Open MPI cuts error
+   * strings at 256 characters, and the cause must survive a long path. */
+  int head = syserr ? snprintf(msg, sizeof msg, "%s: %s: %s", op, detail, strerror(syserr))
+                    : snprintf(msg, sizeof msg, "%s: %s", op, detail);
+  if (path && head >= 0 && head < SHORT_MSG - 16) {
+    int room = SHORT_MSG - 1 - head - 2, len = (int)strlen(path);
+    if (len <= room)
+      snprintf(msg + head, sizeof msg - (size_t)head, ": %s", path);
+    else /* keep the start (where it is) and the end (the name), "..." between */
+      snprintf(msg + head, sizeof msg - (size_t)head, ": %.*s...%s", (room - 3) / 2, path,
+               path + len - (room - 3 - (room - 3) / 2));
+  }
   int initialized = 0, finalized = 0;
   PMPI_Initialized(&initialized);
   PMPI_Finalized(&finalized);

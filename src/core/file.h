@@ -5,7 +5,9 @@
 
 #include <pthread.h>
 
+#include "core/comm.h"
 #include "core/common.h"
+#include "core/layer.h"
 #include "core/hints.h"
 #include "driver/driver.h"
 #include "view/view.h"
@@ -19,35 +21,40 @@ typedef struct pario_file {
   char *filename;      /* as the user gave it, for messages and get_info */
   const char *path;    /* inside filename, past any "ufs:" style prefix */
   int amode;
+  int fint;            /* Fortran handle */
   const pario_driver *drv;
   void *dh;
+  int oflags;          /* open(2) access flags in use: O_RDWR for MPI_MODE_WRONLY where allowed */
+  unsigned long long uid; /* agreed at open: names storage that belongs to this open file */
+  int nodes;           /* nodes spanned by the communicator (0: not counted yet) */
+  /* Changed only by collective calls, after the layers quiesced (no operation in flight). */
   pario_hints hints;
-  pario_view view;
-  MPI_Offset fp_ind;   /* individual file pointer, in etypes of the view */
   int atomic;
-  int fint;            /* Fortran handle */
-  int pending;         /* operations still executing in the async engine (under its lock) */
-  struct pario_job *split_job; /* the split collective in progress */
-  /* Shared file pointer: component chosen on first use, its state, the collective base. */
-  const struct pario_sharedfp_component *sfp;
-  void *sfp_state;
-  MPI_Offset sfp_base;
-  int sfp_ordered;        /* ordered calls use the component's hook: 0 not known yet, 1 yes, -1 no */
-  int sfp_err;            /* why the component set up at open failed (reported on use) */
-  unsigned long long uid; /* agreed at open: names the pointer's storage */
-  int nodes;              /* nodes spanned by the communicator */
-  int split_rw;
-  pthread_mutex_t lock; /* file pointer and view, for threads sharing one handle */
-  /* Collective and sieving state (collective/): contexts for blocking and nonblocking
-   * collectives, whether byte-range locks work (0 unknown, 1 yes, -1 no), the order in which
-   * the engine runs nonblocking collectives, and a lock that keeps this process's other
-   * writes out of a read-modify-write (held exclusively by those, shared by plain writes). */
-  struct pario_coll_ctx *coll[2];
+  /* The current view (held); an operation holds the view it started with (pario_snap). */
+  pario_view *view;
+  unsigned long view_gen; /* set_view calls so far: equal on every rank for the same view */
+  MPI_Offset fp_ind;   /* individual file pointer, in etypes of the view */
+  pthread_mutex_t lock; /* file pointer, view and hints, for threads sharing one handle */
+  /* The data path's read-modify-write discipline (sieving writes here, collective buffers in
+   * collective/): whether byte-range locks work (0 unknown, 1 yes, -1 no), and a lock that
+   * keeps this process's other writes out of a read-modify-write (held exclusively by those,
+   * shared by plain writes). */
   int locks_work;
-  int oflags;   /* open(2) access flags in use: O_RDWR for MPI_MODE_WRONLY where allowed */
-  unsigned coll_ticket, coll_turn;
   pthread_rwlock_t rmw_lock;
+  void *layer_state[PARIO_SLOTS]; /* each upper layer's per-file state (core/layer.h) */
 } pario_file;
+
+/* What one access runs under, fixed when the operation starts: nonblocking and split
+ * operations carry it, so a later set_view or set_atomicity never changes an operation in
+ * flight. (Hints need no copy: set_info quiesces the file first.) */
+typedef struct pario_snap {
+  pario_view *view; /* held */
+  int atomic;
+} pario_snap;
+
+void pario_snap_take(pario_file *f, pario_snap *s);
+void pario_snap_copy(const pario_snap *from, pario_snap *to);
+void pario_snap_drop(pario_snap *s);
 
 #define PARIO_FILE_MAGIC 0x706172696f66696cULL
 
@@ -68,10 +75,15 @@ int pario_eh_get(pario_file *f, MPI_Errhandler *eh);
 int pario_eh_default_set(MPI_Errhandler eh);
 int pario_eh_default_get(MPI_Errhandler *eh);
 int pario_eh_create(MPI_File_errhandler_function *fn, MPI_Errhandler *eh);
+/* Frees the default handler's holder and the function table (at MPI_Finalize). */
+void pario_eh_finalize(void);
 
 /* Validate a handle for operation op: on failure returns an error code (already passed
  * through the default errhandler) and *out is NULL. */
 int pario_file_check(MPI_File fh, const char *op, pario_file **out);
+
+/* Process-wide finalize hook (core/finalize.c): armed once, at the first open. */
+void pario_finalize_arm(void);
 
 /* Open/close protocol (core/open.c). */
 int pario_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, pario_file **out);
@@ -84,42 +96,35 @@ void pario_direct_io_apply(pario_file *f);
 /* Views (core/setview.c). */
 int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype etype,
                    MPI_Datatype filetype, const char *datarep, MPI_Info info);
-void pario_view_default(pario_view *v);
-void pario_view_release(pario_view *v);
+/* Views are shared by the file and the operations started under them: reference counted. */
+pario_view *pario_view_new(void); /* the default view (etype and filetype MPI_BYTE), held once */
+void pario_view_hold(pario_view *v);
+void pario_view_drop(pario_view *v);
+/* Make the hints say what is in effect (cb_nodes within the rank count, write sieving off
+ * where byte-range locks do not work); after open, set_info and set_view. */
+void pario_hints_settle(pario_file *f);
 
-/* Data access (core/io.c). pos is a byte position in the view's data stream. */
+/* Data access (core/io.c). pos is a byte position in the data stream of the snapshot's view. */
 enum { PARIO_READ = 0, PARIO_WRITE = 1 };
-int pario_access(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
+int pario_access(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
                  MPI_Count count, MPI_Datatype type, MPI_Count *bytes);
 /* The same; lock_writes: every write segment holds a byte-range write lock, for a write that
  * runs beside other processes' data-sieving writes (a collective write done independently
  * where some rank sieves). */
-int pario_access_ex(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
+int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
                     MPI_Count count, MPI_Datatype type, MPI_Count *bytes, int lock_writes);
-/* 1 when a write of n bytes through the current view would use data sieving. */
-int pario_sieves_write(const pario_file *f, MPI_Offset n);
-/* Check arguments of a data access; returns an error code or MPI_SUCCESS. */
-int pario_access_check(pario_file *f, const char *op, int rw, const void *buf, MPI_Count count,
-                       MPI_Datatype type, const pario_typemap **tm);
+/* 1 when a write of n bytes through view v would use data sieving. */
+int pario_sieves_write(const pario_file *f, const pario_view *v, MPI_Offset n);
+/* Check arguments of a data access against view v; returns an error code or MPI_SUCCESS. */
+int pario_access_check(pario_file *f, const pario_view *v, const char *op, int rw, const void *buf,
+                       MPI_Count count, MPI_Datatype type, const pario_typemap **tm);
 /* pario_access_check plus the rules of the explicit-offset and individual-pointer calls
  * (no negative offset, none of them on MPI_MODE_SEQUENTIAL files). */
-int pario_access_args(pario_file *f, const char *op, int rw, int explicit_off, MPI_Offset offset,
-                      const void *buf, MPI_Count count, MPI_Datatype type, const pario_typemap **tm);
+int pario_access_args(pario_file *f, const pario_view *v, const char *op, int rw, int explicit_off,
+                      MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype type,
+                      const pario_typemap **tm);
 void pario_status_set(MPI_Status *status, MPI_Count bytes);
 /* pario_file_check for a query with one output pointer, which must not be NULL. */
 int pario_file_check_out(MPI_File fh, const char *op, const void *out, pario_file **f);
-
-/* MPI_Waitall that sleeps between polls after a short spin (see open.c). */
-void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st);
-/* The same for small collectives whose latency matters: polls yield the core for a while
- * before the wait starts to sleep. */
-void pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st);
-/* Agreement among the ranks of f->comm: returns the worst error class seen anywhere
- * (MPI_SUCCESS when all succeeded). */
-int pario_agree(MPI_Comm comm, int local_code);
-/* CLOCK_MONOTONIC in nanoseconds (for the polite waits' yield phases). */
-long pario_mono_ns(void);
-/* MPI_ERR_NOT_SAME (as a code naming op) unless every rank passed the same value. */
-int pario_check_same(pario_file *f, const char *op, const char *what, long long value);
 
 #endif

@@ -1,9 +1,11 @@
 /* Hint parsing: one table of known keys applied from PARIO_HINTS (a file of "key value"
  * lines) and from MPI_Info; unknown keys are ignored and never reported back. */
 #include "core/hints.h"
+#include "core/comm.h"
 #include "core/common.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +27,12 @@ static int parse_size(const char *v, long long *out) {
   long long x = strtoll(v, &end, 10);
   if (end == v || x < 0) return 0;
   while (isspace((unsigned char)*end)) end++;
-  if (*end == 'k' || *end == 'K') x <<= 10, end++;
-  else if (*end == 'm' || *end == 'M') x <<= 20, end++;
-  else if (*end == 'g' || *end == 'G') x <<= 30, end++;
-  *out = x;
+  int shift = 0;
+  if (*end == 'k' || *end == 'K') shift = 10;
+  else if (*end == 'm' || *end == 'M') shift = 20;
+  else if (*end == 'g' || *end == 'G') shift = 30;
+  if (x > (LLONG_MAX >> shift)) return 0; /* would overflow: not a size */
+  *out = x << shift;
   return 1;
 }
 
@@ -53,6 +57,7 @@ static void apply(pario_hints *h, const char *k, const char *v) {
   }
   else if (!strcmp(k, "pario_direct_io")) { int t; if (parse_tristate(v, &t)) h->direct_io = t == PARIO_ENABLE; }
   else if (!strcmp(k, "pario_io_threads")) { if (parse_size(v, &x) && x >= 1 && x <= 64) h->io_threads = (int)x; }
+  else if (!strcmp(k, "romio_no_indep_rw")) { int t; if (parse_tristate(v, &t)) h->romio_no_indep_rw = t == PARIO_ENABLE; }
   else if (!strcmp(k, "pario_sharedfp")) {
     static const char *ok[] = {"auto", "sm", "rma", "addproc", "lockedfile", "individual", NULL};
     for (int i = 0; ok[i]; i++)
@@ -60,12 +65,14 @@ static void apply(pario_hints *h, const char *k, const char *v) {
   }
 }
 
+/* PARIO_HINTS, or ROMIO_HINTS for programs that come from ROMIO with their hints file. */
 static void apply_env_file(pario_hints *h) {
-  const char *path = getenv("PARIO_HINTS");
+  const char *var = "PARIO_HINTS", *path = getenv(var);
+  if (!path || !*path) path = getenv(var = "ROMIO_HINTS");
   if (!path || !*path) return;
   FILE *f = fopen(path, "r");
   if (!f) {
-    pario_log(1, "PARIO_HINTS: cannot open %s", path);
+    pario_log(1, "%s: cannot open %s", var, path);
     return;
   }
   char line[1024], k[256], v[768];
@@ -102,8 +109,10 @@ void pario_hints_init(pario_hints *h, MPI_Info info) {
 
 void pario_hints_update(pario_hints *h, MPI_Info info) {
   unsigned perm = h->file_perm; /* only meaningful at creation */
+  int direct = h->direct_io;    /* once on, direct I/O stays on for the file's life */
   apply_info(h, info);
   h->file_perm = perm;
+  h->direct_io |= direct;
 }
 
 static void set_ll(MPI_Info info, const char *k, long long x) {
@@ -112,7 +121,7 @@ static void set_ll(MPI_Info info, const char *k, long long x) {
   PMPI_Info_set(info, k, v);
 }
 
-int pario_hints_to_info(const pario_hints *h, MPI_Info *info) {
+int pario_hints_to_info(const pario_hints *h, int nodes, MPI_Info *info) {
   int rc = PMPI_Info_create(info);
   if (rc != MPI_SUCCESS) return rc;
   char perm[16];
@@ -132,6 +141,11 @@ int pario_hints_to_info(const pario_hints *h, MPI_Info *info) {
   PMPI_Info_set(*info, "pario_direct_io", h->direct_io ? "true" : "false");
   set_ll(*info, "pario_io_threads", h->io_threads);
   PMPI_Info_set(*info, "pario_sharedfp", h->sharedfp);
+  /* ROMIO's keys that programs from ROMIO look for: collective-only access as promised, and
+   * aggregator placement as pario does it: one per node, more on each node only when
+   * cb_nodes exceeds the node count. */
+  PMPI_Info_set(*info, "romio_no_indep_rw", h->romio_no_indep_rw ? "true" : "false");
+  PMPI_Info_set(*info, "cb_config_list", h->cb_nodes > nodes ? "*:*" : "*:1");
   return MPI_SUCCESS;
 }
 
@@ -155,4 +169,25 @@ void pario_hints_shared_unpack(pario_hints *h, const long long *v) {
   h->cb_block_size = v[5];
   memcpy(h->sharedfp, &v[6], 2 * sizeof(long long));
   h->sharedfp[sizeof h->sharedfp - 1] = '\0';
+}
+
+/* The one way ranks agree on hints: one broadcast from rank 0 carries its values of the hints
+ * that must be the same everywhere, and any extra values of rank 0's (open's result and the
+ * file's id), and every rank adopts them. */
+int pario_hints_agree(MPI_Comm comm, pario_hints *h, long long *extra, int nextra) {
+  enum { MAXEXTRA = 4 };
+  long long v[PARIO_HINTS_SHARED + MAXEXTRA] = {0};
+  int rank = 0;
+  if (nextra > MAXEXTRA) return MPI_ERR_INTERN;
+  PMPI_Comm_rank(comm, &rank);
+  if (rank == 0) {
+    pario_hints_shared_pack(h, v);
+    for (int i = 0; i < nextra; i++) v[PARIO_HINTS_SHARED + i] = extra[i];
+  }
+  MPI_Request r;
+  if (PMPI_Ibcast(v, PARIO_HINTS_SHARED + nextra, MPI_LONG_LONG, 0, comm, &r) != MPI_SUCCESS) return MPI_ERR_OTHER;
+  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
+  pario_hints_shared_unpack(h, v);
+  for (int i = 0; i < nextra; i++) extra[i] = v[PARIO_HINTS_SHARED + i];
+  return MPI_SUCCESS;
 }

@@ -20,9 +20,12 @@ typedef struct pario_hints {
   int direct_io;           /* pario_direct_io */
   int io_threads;          /* pario_io_threads */
   char sharedfp[16];       /* pario_sharedfp */
+  int romio_no_indep_rw;   /* ROMIO's promise of collective-only access: accepted and
+                              reported; pario opens on every rank either way */
 } pario_hints;
 
-/* Defaults, then the PARIO_HINTS file, then info (may be MPI_INFO_NULL). */
+/* Defaults, then the PARIO_HINTS file (ROMIO_HINTS when PARIO_HINTS is not set: the same
+ * "key value" lines), then info (may be MPI_INFO_NULL). */
 void pario_hints_init(pario_hints *h, MPI_Info info);
 /* Apply the keys of info that may change after open. */
 void pario_hints_update(pario_hints *h, MPI_Info info);
@@ -32,7 +35,11 @@ void pario_hints_update(pario_hints *h, MPI_Info info);
 enum { PARIO_HINTS_SHARED = 8 };
 void pario_hints_shared_pack(const pario_hints *h, long long *v);
 void pario_hints_shared_unpack(pario_hints *h, const long long *v);
-/* A new info object with the hints in effect. */
-int pario_hints_to_info(const pario_hints *h, MPI_Info *info);
+/* Every rank of comm adopts rank 0's shared hints; extra (up to 4 values) travels with them
+ * from rank 0 in the same broadcast. Collective. MPI_SUCCESS or an error class. */
+int pario_hints_agree(MPI_Comm comm, pario_hints *h, long long *extra, int nextra);
+/* A new info object with the hints in effect (nodes: the file's node count, for the
+ * aggregator placement reported as ROMIO's cb_config_list). */
+int pario_hints_to_info(const pario_hints *h, int nodes, MPI_Info *info);
 
 #endif

@@ -10,12 +10,13 @@
 
 #define MAXIOV 64
 
-int pario_access_check(pario_file *f, const char *op, int rw, const void *buf, MPI_Count count,
-                       MPI_Datatype type, const pario_typemap **tm) {
+int pario_access_check(pario_file *f, const pario_view *v, const char *op, int rw, const void *buf,
+                       MPI_Count count, MPI_Datatype type, const pario_typemap **tm) {
   const char *fn = f->filename;
   if (count < 0) return pario_err(MPI_ERR_COUNT, op, fn, 0, "negative count %lld", (long long)count);
   if (type == MPI_DATATYPE_NULL || pario_typemap_get(type, tm) != MPI_SUCCESS)
     return pario_err(MPI_ERR_TYPE, op, fn, 0, "invalid datatype");
+  if (!pario_type_committed(type, *tm)) return pario_err(MPI_ERR_TYPE, op, fn, 0, "datatype is not committed");
   if (rw == PARIO_READ && (f->amode & MPI_MODE_WRONLY))
     return pario_err(MPI_ERR_ACCESS, op, fn, 0, "read from a file opened MPI_MODE_WRONLY");
   if (rw == PARIO_WRITE && (f->amode & MPI_MODE_RDONLY))
@@ -25,17 +26,18 @@ int pario_access_check(pario_file *f, const char *op, int rw, const void *buf, M
     return pario_err(MPI_ERR_COUNT, op, fn, 0, "count %lld overflows", (long long)count);
   if (count > 0 && t->size > 0 && buf == NULL && t->runs[0].off < 4096)
     return pario_err(MPI_ERR_BUFFER, op, fn, 0, "null buffer with count %lld", (long long)count);
-  if (count * t->size > 0 && f->view.ftm->size == 0)
+  if (count * t->size > 0 && v->ftm->size == 0)
     return pario_err(MPI_ERR_ARG, op, fn, 0, "the view has no data (its filetype has size 0): only count 0 can be accessed");
-  if ((count * t->size) % f->view.esize)
+  if ((count * t->size) % v->esize)
     return pario_err(MPI_ERR_TYPE, op, fn, 0, "data size %lld is not a multiple of the etype size %lld",
-                     (long long)(count * t->size), (long long)f->view.esize);
+                     (long long)(count * t->size), (long long)v->esize);
   return MPI_SUCCESS;
 }
 
-int pario_access_args(pario_file *f, const char *op, int rw, int explicit_off, MPI_Offset offset,
-                      const void *buf, MPI_Count count, MPI_Datatype type, const pario_typemap **tm) {
-  int rc = pario_access_check(f, op, rw, buf, count, type, tm);
+int pario_access_args(pario_file *f, const pario_view *v, const char *op, int rw, int explicit_off,
+                      MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype type,
+                      const pario_typemap **tm) {
+  int rc = pario_access_check(f, v, op, rw, buf, count, type, tm);
   if (rc == MPI_SUCCESS && explicit_off && offset < 0)
     rc = pario_err(MPI_ERR_ARG, op, f->filename, 0, "negative offset %lld", (long long)offset);
   if (rc == MPI_SUCCESS && (f->amode & MPI_MODE_SEQUENTIAL))
@@ -62,7 +64,7 @@ static int xfer_error(pario_file *f, const char *op, int rw, int e, MPI_Offset l
 static int xfer_seg(pario_file *f, const char *op, int rw, pario_mcursor *mc, MPI_Offset off,
                     MPI_Offset seg, MPI_Offset *done, int *eof, int lockw) {
   struct iovec iov[MAXIOV];
-  lockw = lockw && rw == PARIO_WRITE && !f->atomic && seg > 0; /* atomic: locked already */
+  lockw = lockw && rw == PARIO_WRITE && seg > 0; /* callers in atomic mode pass 0: locked already */
   if (lockw) {
     int e = f->drv->lock(f->dh, PARIO_LOCK_WRITE, off, seg);
     if (e) return pario_err(MPI_ERR_IO, op, f->filename, e, "byte-range lock beside data sieving failed");
@@ -162,9 +164,9 @@ static int sieve_read(pario_file *f, const char *op, pario_fcursor *fc, pario_mc
  * with direct I/O (every iovec would be a transfer of its own), sieve_read's one-buffer
  * window is used instead. */
 #define SCRATCH (64 << 10)
-/* Each iovec costs the kernel ~30 ns, so scattering pays only where pieces are far apart:
- * from one piece to the next at least this many bytes (measured with pario-bench noncontig,
- * 1 and 4 ranks: window copies win at 640-byte pitches, scattering from 1152 bytes up). */
+/* Each iovec has a cost in the kernel, so scattering pays only where pieces are far apart:
+ * from one piece to the next at least this many bytes (docs/design.md, data sieving, has
+ * the measurement behind it). */
 #define SCATTER_PITCH 1024
 #define BATCH 1024 /* iovecs per preadv (IOV_MAX on Linux) */
 
@@ -244,22 +246,22 @@ out:
  * the window is written back, under a byte-range write lock (other processes) and the
  * file's rmw_lock held exclusively (this process's other threads), so bytes outside the view
  * keep their values. A segment the window cuts continues in the next window. */
-static int sieve_write(pario_file *f, const char *op, pario_fcursor *fc, pario_mcursor *mc,
+static int sieve_write(pario_file *f, int atomic, const char *op, pario_fcursor *fc, pario_mcursor *mc,
                        MPI_Offset n, MPI_Offset *done, MPI_Offset last) {
   MPI_Offset cap = f->hints.ind_wr_buffer_size;
   char *win = malloc((size_t)cap);
-  if (!win) return walk(f, op, PARIO_WRITE, fc, mc, n, done, 1);
+  if (!win) return walk(f, op, PARIO_WRITE, fc, mc, n, done, !atomic);
   int rc = MPI_SUCCESS, eof = 0;
   MPI_Offset off = 0, seg = 0;
   while (rc == MPI_SUCCESS && (seg > 0 || *done < n)) {
     if (seg == 0) seg = pario_fcursor_next(fc, n - *done, &off);
     if (!worth_a_window(*fc, n - *done - seg, off + seg, cap - seg)) {
-      rc = xfer_seg(f, op, PARIO_WRITE, mc, off, seg, done, &eof, 1);
+      rc = xfer_seg(f, op, PARIO_WRITE, mc, off, seg, done, &eof, !atomic);
       seg = 0;
       continue;
     }
     MPI_Offset wstart = off, wlen = PARIO_MIN(cap, last - off), end = wstart + wlen;
-    int locked = !f->atomic; /* atomic mode already holds a lock over the whole access */
+    int locked = !atomic; /* atomic mode already holds a lock over the whole access */
     if (locked) {
       int e = f->drv->lock(f->dh, PARIO_LOCK_WRITE, wstart, wlen);
       if (e) {
@@ -294,57 +296,59 @@ static int sieve_write(pario_file *f, const char *op, pario_fcursor *fc, pario_m
   return rc;
 }
 
-static int sieving_read(const pario_file *f, MPI_Offset n) {
-  return !f->view.contiguous && f->hints.romio_ds_read != PARIO_DISABLE &&
+static int sieving_read(const pario_file *f, const pario_view *v, MPI_Offset n) {
+  return !v->contiguous && f->hints.romio_ds_read != PARIO_DISABLE &&
          f->hints.ind_rd_buffer_size > 0 && n > 0;
 }
 
 /* romio_ds_write is switched to disable at open where byte-range locks do not work. */
-int pario_sieves_write(const pario_file *f, MPI_Offset n) {
-  return !f->view.contiguous && f->hints.romio_ds_write != PARIO_DISABLE && f->locks_work > 0 &&
+int pario_sieves_write(const pario_file *f, const pario_view *v, MPI_Offset n) {
+  return !v->contiguous && f->hints.romio_ds_write != PARIO_DISABLE && f->locks_work > 0 &&
          (f->oflags & O_ACCMODE) != O_WRONLY &&
          f->hints.ind_wr_buffer_size > 0 && n > 0;
 }
 
-int pario_access(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
+int pario_access(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
                  MPI_Count count, MPI_Datatype type, MPI_Count *bytes) {
-  return pario_access_ex(f, op, rw, pos, buf, count, type, bytes, 0);
+  return pario_access_ex(f, s, op, rw, pos, buf, count, type, bytes, 0);
 }
 
-int pario_access_ex(pario_file *f, const char *op, int rw, MPI_Offset pos, void *buf,
+int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
                     MPI_Count count, MPI_Datatype type, MPI_Count *bytes, int lock_writes) {
   const pario_typemap *tm;
+  const pario_view *v = s->view;
+  const int atomic = s->atomic;
   *bytes = 0;
   if (pario_typemap_get(type, &tm) != MPI_SUCCESS)
     return pario_err(MPI_ERR_TYPE, op, f->filename, 0, "invalid datatype");
   MPI_Offset n = (MPI_Offset)count * tm->size, done = 0, first = 0, last = 0;
   if (n == 0) return MPI_SUCCESS;
-  if (f->atomic || !f->view.contiguous) /* the lock's range; the end sieving windows stop at */
-    pario_view_extent_of(&f->view, pos, n, &first, &last);
-  if (f->atomic) {
+  if (atomic || !v->contiguous) /* the lock's range; the end sieving windows stop at */
+    pario_view_extent_of(v, pos, n, &first, &last);
+  if (atomic) {
     int e = f->drv->lock(f->dh, rw == PARIO_WRITE ? PARIO_LOCK_WRITE : PARIO_LOCK_READ, first, last - first);
     if (e) return pario_err(MPI_ERR_IO, op, f->filename, e, "byte-range lock for atomic mode failed");
   }
   pario_fcursor fc;
   pario_mcursor mc;
-  pario_fcursor_init(&fc, &f->view, pos);
+  pario_fcursor_init(&fc, v, pos);
   pario_mcursor_init(&mc, buf, tm);
   int rc;
-  if (rw == PARIO_READ && !sieving_read(f, n)) {
+  if (rw == PARIO_READ && !sieving_read(f, v, n)) {
     rc = walk(f, op, rw, &fc, &mc, n, &done, 0);
   } else if (rw == PARIO_READ && !f->hints.direct_io && pitch(fc, n) >= SCATTER_PITCH) {
     rc = sieve_read_scatter(f, op, &fc, &mc, n, &done, last);
   } else if (rw == PARIO_READ) {
     rc = sieve_read(f, op, &fc, &mc, n, &done, last);
   } else {
-    int sieve = pario_sieves_write(f, n);
+    int sieve = pario_sieves_write(f, v, n);
     if (sieve) pthread_rwlock_wrlock(&f->rmw_lock);
     else pthread_rwlock_rdlock(&f->rmw_lock);
-    rc = sieve ? sieve_write(f, op, &fc, &mc, n, &done, last)
-               : walk(f, op, rw, &fc, &mc, n, &done, lock_writes && f->locks_work >= 0);
+    rc = sieve ? sieve_write(f, atomic, op, &fc, &mc, n, &done, last)
+               : walk(f, op, rw, &fc, &mc, n, &done, !atomic && lock_writes && f->locks_work >= 0);
     pthread_rwlock_unlock(&f->rmw_lock);
   }
-  if (f->atomic) f->drv->lock(f->dh, PARIO_UNLOCK, first, last - first);
+  if (atomic) f->drv->lock(f->dh, PARIO_UNLOCK, first, last - first);
   *bytes = done;
   return rc;
 }

@@ -1,33 +1,78 @@
 /* MPI_File_set_view behind the API: argument and filetype rules of the standard, agreement
- * among ranks on datarep and etype size, and ownership of the view's datatypes. */
-#include "collective/collective.h"
+ * among ranks on datarep and etype size, and views as reference-counted objects shared by the
+ * file and the operations started under them. */
 #include "core/file.h"
-#include "sharedfp/sharedfp.h"
 
+#include <fcntl.h>
 #include <stdio.h>
-#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* Our own reference to a datatype: the user may free theirs after set_view. */
-static MPI_Datatype keep(MPI_Datatype t) {
+/* Our own reference to a datatype: the user may free theirs after set_view. Whether it is
+ * ours is remembered, so freeing needs no MPI query: the last drop may run inside a
+ * generalized request's free callback, where MPICH 4.0's MPI_Type_get_envelope_c aborts. */
+static MPI_Datatype keep(MPI_Datatype t, unsigned char *owned) {
   MPI_Datatype d = t;
-  if (!pario_type_is_named(t) && PMPI_Type_dup(t, &d) != MPI_SUCCESS) d = t;
-  return d;
+  *owned = !pario_type_is_named(t) && PMPI_Type_dup(t, &d) == MPI_SUCCESS;
+  return *owned ? d : t;
 }
 
-void pario_view_default(pario_view *v) {
-  memset(v, 0, sizeof *v);
+static void view_free(pario_view *v) {
+  if (v->owned[0]) PMPI_Type_free(&v->etype);
+  if (v->owned[1]) PMPI_Type_free(&v->filetype);
+  free(v);
+}
+
+pario_view *pario_view_new(void) {
+  pario_view *v = calloc(1, sizeof *v);
+  if (!v) return NULL;
   v->etype = v->filetype = MPI_BYTE;
   pario_typemap_get(MPI_BYTE, &v->ftm);
   v->esize = 1;
   v->contiguous = 1;
   snprintf(v->datarep, sizeof v->datarep, "native");
+  v->refs = 1;
+  return v;
 }
 
-void pario_view_release(pario_view *v) {
-  if (v->etype != MPI_DATATYPE_NULL && !pario_type_is_named(v->etype)) PMPI_Type_free(&v->etype);
-  if (v->filetype != MPI_DATATYPE_NULL && !pario_type_is_named(v->filetype)) PMPI_Type_free(&v->filetype);
-  v->etype = v->filetype = MPI_DATATYPE_NULL;
+void pario_view_hold(pario_view *v) { __atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED); }
+
+/* The last holder frees the view (a worker thread may, when a job outlives set_view). */
+void pario_view_drop(pario_view *v) {
+  if (v && __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) == 0) view_free(v);
+}
+
+void pario_snap_take(pario_file *f, pario_snap *s) {
+  pthread_mutex_lock(&f->lock);
+  s->view = f->view;
+  pario_view_hold(s->view);
+  s->atomic = f->atomic;
+  pthread_mutex_unlock(&f->lock);
+}
+
+void pario_snap_copy(const pario_snap *from, pario_snap *to) {
+  *to = *from;
+  pario_view_hold(to->view);
+}
+
+void pario_snap_drop(pario_snap *s) {
+  pario_view_drop(s->view);
+  s->view = NULL;
+}
+
+/* cb_nodes within the rank count (default one aggregator per node), the collective buffer
+ * small enough for one message per window, and write sieving off where its read-modify-write
+ * cannot be made safe: it needs byte-range locks and read access. */
+void pario_hints_settle(pario_file *f) {
+  pario_hints *h = &f->hints;
+  if (h->cb_nodes <= 0) h->cb_nodes = PARIO_MIN(f->nodes > 0 ? f->nodes : 1, f->nprocs);
+  if (h->cb_nodes > f->nprocs) h->cb_nodes = f->nprocs;
+  if (h->cb_buffer_size > (1LL << 30)) h->cb_buffer_size = 1LL << 30;
+  if (h->romio_ds_write != PARIO_DISABLE && !(f->amode & MPI_MODE_RDONLY)) {
+    if (f->locks_work == 0)
+      f->locks_work = f->drv->lock_probe && f->drv->lock_probe(f->dh, PARIO_LOCK_WRITE) == 0 ? 1 : -1;
+    if (f->locks_work < 0 || (f->oflags & O_ACCMODE) == O_WRONLY) h->romio_ds_write = PARIO_DISABLE;
+  }
 }
 
 static unsigned long hash_str(const char *s) {
@@ -53,6 +98,8 @@ static int check_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Dataty
     return pario_err(MPI_ERR_TYPE, op, fn, 0, "invalid etype");
   if (pario_typemap_get(filetype, ftm) != MPI_SUCCESS)
     return pario_err(MPI_ERR_TYPE, op, fn, 0, "invalid filetype");
+  if (!pario_type_committed(etype, *etm)) return pario_err(MPI_ERR_TYPE, op, fn, 0, "etype is not committed");
+  if (!pario_type_committed(filetype, *ftm)) return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype is not committed");
   const pario_typemap *e = *etm, *t = *ftm;
   if (e->size <= 0) return pario_err(MPI_ERR_TYPE, op, fn, 0, "etype has size 0");
   if (t->size == 0) return MPI_SUCCESS; /* a view with no data (a darray piece left empty) */
@@ -62,64 +109,90 @@ static int check_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Dataty
                      (long long)t->size, (long long)e->size);
   if (!t->nonneg) return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype has negative displacements");
   const pario_run *last = &t->runs[t->nruns - 1];
-  if (!t->monotonic || last->off + last->len > t->extent + t->runs[0].off)
+  /* The standard forbids overlapping filetypes only on files opened for writing; on a
+   * read-only file the displacements need only be nondecreasing, copies included. */
+  if (f->amode & MPI_MODE_RDONLY) {
+    if (!t->ordered || last->off > t->extent + t->runs[0].off)
+      return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype displacements are not monotonically nondecreasing");
+  } else if (!t->monotonic || last->off + last->len > t->extent + t->runs[0].off) {
     return pario_err(MPI_ERR_TYPE, op, fn, 0,
-                     "filetype displacements are not monotonically nondecreasing (or copies overlap)");
+                     "filetype overlaps itself (or its copies) on a file open for writing, or its "
+                     "displacements are not monotonically nondecreasing");
+  }
   return MPI_SUCCESS;
 }
 
-int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype etype,
-                   MPI_Datatype filetype, const char *datarep, MPI_Info info) {
-  const pario_typemap *etm = NULL, *ftm = NULL;
-  int code = check_view(f, op, disp, etype, filetype, datarep, &etm, &ftm);
-  /* v[6..]: the shared hints as this view's info leaves them, rank 0's taken everywhere */
-  long long v[6 + PARIO_HINTS_SHARED] = {code != MPI_SUCCESS, 0, 0, 0, 0, f->sfp != NULL}, r[6 + PARIO_HINTS_SHARED];
-  pario_hints nh = f->hints;
-  pario_hints_update(&nh, info);
-  pario_hints_shared_pack(&nh, v + 6);
-  for (int i = 6; f->rank != 0 && i < 6 + PARIO_HINTS_SHARED; i++) v[i] = LLONG_MIN;
+/* Agreement on the arguments: the worst local error, etype size, datarep, whether any rank
+ * gave hints, and one value per layer (core/layer.h). 0 or an error code. */
+static int view_agree(pario_file *f, const char *op, int code, const pario_typemap *etm,
+                      const char *datarep, MPI_Info info, long long votes[PARIO_SLOTS], int *any_info) {
+  enum { N = 6 };
+  long long v[N + PARIO_SLOTS] = {code != MPI_SUCCESS, 0, 0, 0, 0, info != MPI_INFO_NULL}, r[N + PARIO_SLOTS];
+  pario_layers_view_votes(f, v + N);
   if (code == MPI_SUCCESS) {
     v[1] = etm->size;
     v[2] = -etm->size;
     v[3] = (long long)hash_str(datarep);
     v[4] = -v[3];
   }
-  if (PMPI_Allreduce(v, r, 6 + PARIO_HINTS_SHARED, MPI_LONG_LONG, MPI_MAX, f->comm) != MPI_SUCCESS && code == MPI_SUCCESS)
+  if (pario_allreduce_max(v, r, N + PARIO_SLOTS, MPI_LONG_LONG, f->comm) != MPI_SUCCESS && code == MPI_SUCCESS)
     code = pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement among ranks failed");
   if (code != MPI_SUCCESS) return code;
   if (r[0]) return pario_err(MPI_ERR_ARG, op, f->filename, 0, "invalid view arguments on another rank");
   if (r[1] != -r[2]) return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "etype size differs between ranks");
   if (r[3] != -r[4]) return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "datarep differs between ranks");
+  memcpy(votes, r + N, sizeof(long long) * PARIO_SLOTS);
+  *any_info = r[5] != 0;
+  return MPI_SUCCESS;
+}
 
-  if (disp == MPI_DISPLACEMENT_CURRENT) { /* sequential files: where the shared pointer is */
-    MPI_Offset sp = 0;
-    int rc = pario_sharedfp_position(f, op, &sp);
-    if (rc != MPI_SUCCESS) return rc;
-    disp = pario_view_file_offset(&f->view, sp * f->view.esize);
-  }
-  /* The shared pointer restarts at 0 in the new view; its storage is read only if some rank
-   * ever used it (r[5]), otherwise it is still zero. */
-  if (r[5]) {
-    int rc = pario_sharedfp_set(f, op, 0);
-    if (rc != MPI_SUCCESS) return rc;
-  } else {
-    f->sfp_base = 0;
-  }
-  pthread_mutex_lock(&f->lock);
-  pario_view_release(&f->view);
-  pario_view *nv = &f->view;
+static pario_view *view_make(pario_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                             const char *datarep, const pario_typemap *etm, const pario_typemap *ftm) {
+  pario_view *nv = calloc(1, sizeof *nv);
+  if (!nv) return NULL;
   nv->disp = disp;
-  nv->etype = keep(etype);
-  nv->filetype = keep(filetype);
+  nv->etype = keep(etype, &nv->owned[0]);
+  nv->filetype = keep(filetype, &nv->owned[1]);
   if (pario_typemap_get(nv->filetype, &nv->ftm) != MPI_SUCCESS) nv->ftm = ftm;
   nv->esize = etm->size;
   nv->contiguous = nv->ftm->dense;
   snprintf(nv->datarep, sizeof nv->datarep, "%s", datarep);
+  nv->gen = f->view_gen + 1; /* every rank counts the same successful set_views */
+  nv->refs = 1;
+  return nv;
+}
+
+int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype etype,
+                   MPI_Datatype filetype, const char *datarep, MPI_Info info) {
+  const pario_typemap *etm = NULL, *ftm = NULL;
+  long long votes[PARIO_SLOTS];
+  int any_info = 0;
+  int code = check_view(f, op, disp, etype, filetype, datarep, &etm, &ftm);
+  code = view_agree(f, op, code, etm, datarep, info, votes, &any_info);
+  if (code != MPI_SUCCESS) return code;
+  pario_hints nh = f->hints;
+  if (any_info) { /* hints change: nothing in flight may see it, and rank 0's shared ones win */
+    pario_layers_quiesce(f);
+    pario_hints_update(&nh, info);
+    if (pario_hints_agree(f->comm, &nh, NULL, 0) != MPI_SUCCESS)
+      return pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement on hints failed");
+  }
+  /* Layers act before the view changes (the shared pointer's layer resolves
+   * MPI_DISPLACEMENT_CURRENT in the old view and restarts the pointer). */
+  int rc = pario_layers_set_view(f, op, &disp, votes);
+  if (rc != MPI_SUCCESS) return rc;
+  pario_view *nv = view_make(f, disp, etype, filetype, datarep, etm, ftm);
+  if (!nv) return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
+  pthread_mutex_lock(&f->lock);
+  pario_view *old = f->view;
+  f->view = nv;
+  f->view_gen = nv->gen;
   f->fp_ind = 0;
-  pario_hints_update(&f->hints, info);
-  pario_hints_shared_unpack(&f->hints, r + 6);
-  pario_coll_hints_fix(f);
-  pario_coll_view_changed(f);
+  f->hints = nh;
+  pario_hints_settle(f);
+  if (any_info) pario_direct_io_apply(f);
   pthread_mutex_unlock(&f->lock);
+  pario_view_drop(old);
+  if (any_info) pario_layers_set_info(f);
   return MPI_SUCCESS;
 }

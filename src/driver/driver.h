@@ -34,7 +34,11 @@ typedef struct pario_driver {
 
 extern const pario_driver pario_driver_posix;
 
-/* The driver serving a file name (prefixes such as "ufs:" are stripped into *path_out). */
+/* The driver serving a file name: the one registered for its prefix ("ufs:", and later
+ * "x-rio://"), else posix. The prefix is stripped into *path_out. */
 const pario_driver *pario_driver_for(const char *filename, const char **path_out);
+/* Register a driver for names starting with prefix (from a constructor: before main). A new
+ * driver is added this way, without touching core. */
+void pario_driver_register(const char *prefix, const pario_driver *drv);
 
 #endif

@@ -247,16 +247,10 @@ const pario_driver pario_driver_posix = {
     .set_direct = px_set_direct,
 };
 
-const pario_driver *pario_driver_for(const char *filename, const char **path_out) {
-  /* ROMIO-style prefixes name the file system; all local ones are served by posix. */
-  static const char *prefixes[] = {"ufs:", "nfs:", "lustre:", "gpfs:", "posix:", "xfs:", NULL};
-  for (int i = 0; prefixes[i]; i++) {
-    size_t n = strlen(prefixes[i]);
-    if (strncmp(filename, prefixes[i], n) == 0) {
-      *path_out = filename + n;
-      return &pario_driver_posix;
-    }
-  }
-  *path_out = filename;
-  return &pario_driver_posix;
+/* ROMIO-style prefixes name the file system; all local ones are served by posix, which also
+ * serves every name without a registered prefix. */
+__attribute__((constructor)) static void posix_register(void) {
+  static const char *prefixes[] = {"ufs:", "nfs:", "lustre:", "gpfs:", "posix:", "xfs:"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    pario_driver_register(prefixes[i], &pario_driver_posix);
 }

@@ -92,8 +92,8 @@ static int ind_write(pario_file *f, void *state, const char *op, const void *buf
   ind_state *s = state;
   const pario_typemap *tm;
   ind_rec r = {now(), 0, n};
-  int64_t bytes = n * f->view.esize;
   if (pario_typemap_get(type, &tm) != MPI_SUCCESS) return pario_err(MPI_ERR_TYPE, op, f->filename, 0, "invalid datatype");
+  int64_t bytes = (int64_t)count * tm->size; /* n etypes of the view */
   pthread_mutex_lock(&s->lock);
   int e = 0;
   if (s->fd < 0 && (s->fd = open(s->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) e = errno;
@@ -188,7 +188,7 @@ static void mem_free(merge_mem *m) {
 }
 
 /* Gather every rank's records on rank 0, order them, return each rank its places (m->pos). */
-static void assign(pario_file *f, ind_state *s, merge_mem *m) {
+static void assign(pario_file *f, ind_state *s, merge_mem *m, MPI_Offset base) {
   int np = f->nprocs, n = (int)s->nrec;
   for (int i = 0; i < n; i++) {
     double ts = s->recs[i].ts + s->clock_off;
@@ -205,7 +205,7 @@ static void assign(pario_file *f, ind_state *s, merge_mem *m) {
   PMPI_Gatherv(m->out, 2 * n, MPI_INT64_T, m->in, m->cnt, m->disp, MPI_INT64_T, 0, f->comm);
   if (f->rank == 0) {
     for (int r = 0; r < np; r++) m->cnt[r] /= 2, m->disp[r] /= 2;
-    place_all(m->in, m->cnt, m->disp, np, f->sfp_base + s->value, m->keys, m->all_pos);
+    place_all(m->in, m->cnt, m->disp, np, base + s->value, m->keys, m->all_pos);
   }
   PMPI_Scatterv(m->all_pos, m->cnt, m->disp, MPI_INT64_T, m->pos, n, MPI_INT64_T, 0, f->comm);
 }
@@ -214,7 +214,9 @@ static void assign(pario_file *f, ind_state *s, merge_mem *m) {
 static int copy_out(pario_file *f, ind_state *s, const char *op, const int64_t *pos) {
   char *buf = malloc(CHUNK);
   int rc = buf ? MPI_SUCCESS : pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
-  MPI_Offset es = f->view.esize;
+  pario_snap sn; /* merges are collective calls of the application's thread: the current view */
+  pario_snap_take(f, &sn);
+  MPI_Offset es = sn.view->esize;
   for (size_t i = 0; i < s->nrec && rc == MPI_SUCCESS;) {
     size_t j = i + 1;
     while (j < s->nrec && pos[j] == pos[j - 1] + s->recs[j - 1].n) j++;
@@ -224,16 +226,17 @@ static int copy_out(pario_file *f, ind_state *s, const char *op, const int64_t *
       MPI_Count wrote = 0;
       int e = full_io(s->fd, 0, buf, k, off + done);
       if (e) rc = pario_err(pario_errno_class(e), op, f->filename, e, "cannot read back %s", s->path);
-      else rc = pario_access(f, op, PARIO_WRITE, pos[i] * es + done, buf, (MPI_Count)k, MPI_BYTE, &wrote);
+      else rc = pario_access(f, &sn, op, PARIO_WRITE, pos[i] * es + done, buf, (MPI_Count)k, MPI_BYTE, &wrote);
     }
     i = j;
   }
+  pario_snap_drop(&sn);
   free(buf);
   return rc;
 }
 
 /* Place the kept writes of every rank (collective). One MPI_Allreduce when none are kept. */
-static int ind_merge(pario_file *f, void *state, const char *op) {
+static int ind_merge(pario_file *f, void *state, const char *op, MPI_Offset base) {
   ind_state *s = state;
   if (s) pthread_mutex_lock(&s->lock); /* this rank's writers wait for the merge */
   long long mine[3] = {s ? (long long)s->nrec : 0, s ? s->sum_n : 0, !s}, sum[3];
@@ -247,7 +250,7 @@ static int ind_merge(pario_file *f, void *state, const char *op) {
     int worst = pario_agree(f->comm, rc);
     if (worst == MPI_SUCCESS) {
       if (!s->clock_done) measure_clock(f, s);
-      assign(f, s, &m);
+      assign(f, s, &m, base);
       rc = copy_out(f, s, op, m.pos);
       s->value += sum[1]; /* every rank: the sum of everyone's kept writes */
       s->nrec = 0;

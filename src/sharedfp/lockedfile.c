@@ -62,7 +62,11 @@ static int lf_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
   else if (r != (ssize_t)sizeof v) v = 0;
   *old = v;
   v += n;
-  if (!e && n != 0 && pwrite(s->fd, &v, sizeof v, 0) != (ssize_t)sizeof v) e = errno ? errno : EIO;
+  if (!e && n != 0) {
+    ssize_t w = pwrite(s->fd, &v, sizeof v, 0);
+    if (w < 0) e = errno;
+    else if (w != (ssize_t)sizeof v) e = EIO; /* short write: errno is not set */
+  }
   lf_lock(s->fd, F_UNLCK);
   return e;
 }

@@ -6,9 +6,9 @@
  *  - several nodes: MPI_Win_allocate; each update is MPI_Fetch_and_op(MPI_SUM) + flush under
  *    one passive-target MPI_Win_lock_all held for the file's life. MPICH 4.0 (ch4:ucx)
  *    executes such atomics as active messages that only progress while rank 0 is inside MPI
- *    (measured: the others stalled for as long as rank 0 computed). Rank 0 therefore runs a
- *    progress thread (with MPI_THREAD_MULTIPLE) that enters MPI with MPI_Iprobe every 100 us;
- *    it costs well under 1% of a core. MPIR_CVAR_ASYNC_PROGRESS=1 would do the same for the
+ *    (the others stall for as long as rank 0 computes; docs/sharedfp.md). Rank 0 therefore
+ *    runs a progress thread (with MPI_THREAD_MULTIPLE) that enters MPI with MPI_Iprobe every
+ *    100 us. MPIR_CVAR_ASYNC_PROGRESS=1 would do the same for the
  *    whole program, but only if the user sets it before MPI_Init.
  * PARIO_TEST_RMA_REMOTE=1 (read on rank 0) forces the second form on one node, for tests.
  * Window creation duplicates the communicator internally, so window traffic never meets

@@ -1,9 +1,8 @@
 /* Choosing a shared file pointer component per file. The pario_sharedfp hint forces one;
  * auto takes the highest priority that can run: sm (one node), rma, addproc, lockedfile;
  * individual only when named. Every rank sees the same hint, node count, amode and thread
- * level, so every rank makes the same choice without communicating. (The hint must be the
- * same on every rank; open does not check it. Carrying rank 0's value in open's broadcast
- * would make that unnecessary.)
+ * level (open's hint agreement, core/hints.c, gives every rank rank 0's pario_sharedfp), so
+ * every rank makes the same choice without communicating.
  *
  * When: sm, lockedfile and individual attach lazily on a rank's first shared-pointer call,
  * so a program that never uses shared pointers pays nothing. rma (a window) and addproc (a
@@ -18,7 +17,20 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* The layer's per-file state (core keeps it in the file's SHAREDFP slot). */
+typedef struct sfp_file {
+  const pario_sharedfp_component *comp; /* chosen on first use (or at open), then fixed */
+  void *cstate;                         /* the component's state */
+  MPI_Offset base;  /* the pointer is base + S (etypes); equal on all ranks */
+  int ordered;      /* ordered calls use the component's hook: 0 not known yet, 1 yes, -1 no */
+  int err;          /* why the component set up at open failed (reported on use) */
+  pthread_mutex_t attach_lock; /* threads of one rank attach once */
+} sfp_file;
+
+static sfp_file *st(const pario_file *f) { return pario_layer_state(f, PARIO_SLOT_SHAREDFP); }
 
 static const pario_sharedfp_component *const all[] = {
     &pario_sharedfp_sm, &pario_sharedfp_rma, &pario_sharedfp_addproc, &pario_sharedfp_lockedfile,
@@ -36,31 +48,32 @@ static const pario_sharedfp_component *at_open(pario_file *f) {
   return NULL;
 }
 
-void pario_sharedfp_open(pario_file *f) {
+/* Collective, inside MPI_File_open: set up rma or addproc when this file will use one. */
+static void setup_at_open(pario_file *f, sfp_file *sf) {
   static const char op[] = "MPI_File_open";
   const pario_sharedfp_component *c = at_open(f);
   if (!c) return;
-  void *st = NULL;
+  void *cs = NULL;
   /* The query must hold everywhere before anyone enters the collective setup. */
   if (pario_agree(f->comm, c->query(f) >= 0 ? MPI_SUCCESS : MPI_ERR_OTHER) != MPI_SUCCESS) {
-    f->sfp_err = pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, 0,
-                           "the %s shared file pointer cannot run here%s", c->name,
-                           c == &pario_sharedfp_addproc ? " (it needs MPI_THREAD_MULTIPLE)" : "");
+    sf->err = pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, 0,
+                        "the %s shared file pointer cannot run here%s", c->name,
+                        c == &pario_sharedfp_addproc ? " (it needs MPI_THREAD_MULTIPLE)" : "");
     return;
   }
-  int e = c->setup(f, &st); /* collective; the same result on every rank */
+  int e = c->setup(f, &cs); /* collective; the same result on every rank */
   if (e) {
-    f->sfp_err = pario_err(pario_errno_class(e), op, f->filename, e, "cannot set up the %s shared file pointer", c->name);
+    sf->err = pario_err(pario_errno_class(e), op, f->filename, e, "cannot set up the %s shared file pointer", c->name);
     return;
   }
-  f->sfp = c;
-  f->sfp_state = st;
+  sf->comp = c;
+  sf->cstate = cs;
 }
 
-static int choose(pario_file *f, const char *op) {
+static int choose(pario_file *f, sfp_file *sf, const char *op) {
   const pario_sharedfp_component *best = NULL;
   int bestp = -1;
-  if (f->sfp_err) return f->sfp_err; /* the component asked for failed at open */
+  if (sf->err) return sf->err; /* the component asked for failed at open */
   for (int i = 0; i < NCOMP; i++) {
     int forced = named(f, all[i]->name);
     if (!named(f, "auto") && !forced) continue;
@@ -72,14 +85,23 @@ static int choose(pario_file *f, const char *op) {
     return pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, 0,
                      "no shared file pointer component can run here (pario_sharedfp=%s)%s", f->hints.sharedfp,
                      named(f, "auto") ? "; pario_sharedfp=rma or addproc sets one up at open" : "");
-  int e = best->attach(f, &f->sfp_state);
+  void *cs = NULL;
+  int e = best->attach(f, &cs);
   if (e) return pario_err(pario_errno_class(e), op, f->filename, e, "cannot set up the %s shared file pointer", best->name);
-  f->sfp = best;
+  sf->cstate = cs;
+  __atomic_store_n(&sf->comp, best, __ATOMIC_RELEASE);
   return MPI_SUCCESS;
 }
 
+/* The component, attached on first use; threads of one rank race here, so attaching is
+ * done once under the state's lock (a component is never attached twice). */
 static int ready(pario_file *f, const char *op) {
-  return f->sfp ? MPI_SUCCESS : choose(f, op);
+  sfp_file *sf = st(f);
+  if (__atomic_load_n(&sf->comp, __ATOMIC_ACQUIRE)) return MPI_SUCCESS;
+  pthread_mutex_lock(&sf->attach_lock);
+  int rc = sf->comp ? MPI_SUCCESS : choose(f, sf, op);
+  pthread_mutex_unlock(&sf->attach_lock);
+  return rc;
 }
 
 int pario_sharedfp_defers(pario_file *f) { return named(f, "individual"); }
@@ -95,13 +117,14 @@ int pario_sharedfp_check(pario_file *f, const char *op, int rw) {
 int pario_sharedfp_write(pario_file *f, const char *op, const void *buf, MPI_Count count,
                          MPI_Datatype type, MPI_Offset n) {
   int rc = ready(f, op);
-  return rc != MPI_SUCCESS ? rc : f->sfp->write(f, f->sfp_state, op, buf, count, type, n);
+  return rc != MPI_SUCCESS ? rc : st(f)->comp->write(f, st(f)->cstate, op, buf, count, type, n);
 }
 
 int pario_sharedfp_merge(pario_file *f, const char *op) {
   if (!pario_sharedfp_defers(f)) return MPI_SUCCESS;
+  sfp_file *sf = st(f);
   ready(f, op); /* a rank that failed to attach takes part with no state; merge reports it */
-  return pario_sharedfp_individual.merge(f, f->sfp ? f->sfp_state : NULL, op);
+  return pario_sharedfp_individual.merge(f, sf->comp ? sf->cstate : NULL, op, sf->base);
 }
 
 static int update_failed(pario_file *f, const char *op, int e) {
@@ -112,30 +135,32 @@ int pario_sharedfp_fetch_add(pario_file *f, const char *op, MPI_Offset n, MPI_Of
   MPI_Offset old = 0;
   int rc = ready(f, op);
   if (rc != MPI_SUCCESS) return rc;
-  int e = f->sfp->fetch_add(f->sfp_state, n, &old);
+  sfp_file *sf = st(f);
+  int e = sf->comp->fetch_add(sf->cstate, n, &old);
   if (e) return update_failed(f, op, e);
-  *pos = f->sfp_base + old;
+  *pos = sf->base + old;
   return MPI_SUCCESS;
 }
 
 int pario_sharedfp_ordered(pario_file *f, const char *op, MPI_Offset n, MPI_Offset *pos) {
+  sfp_file *sf = st(f);
   int rc = pario_sharedfp_merge(f, op), repl = pario_sharedfp_defers(f);
   if (rc != MPI_SUCCESS) return rc; /* merge agrees: every rank returns here together */
-  if (!f->sfp_ordered) { /* first ordered call: the hook only if every rank has it */
-    int ok = !repl && ready(f, op) == MPI_SUCCESS && f->sfp->ordered;
-    f->sfp_ordered = pario_agree(f->comm, ok ? MPI_SUCCESS : MPI_ERR_OTHER) == MPI_SUCCESS ? 1 : -1;
+  if (!sf->ordered) { /* first ordered call: the hook only if every rank has it */
+    int ok = !repl && ready(f, op) == MPI_SUCCESS && sf->comp->ordered;
+    sf->ordered = pario_agree(f->comm, ok ? MPI_SUCCESS : MPI_ERR_OTHER) == MPI_SUCCESS ? 1 : -1;
   }
-  if (f->sfp_ordered > 0) {
+  if (sf->ordered > 0) {
     MPI_Offset before = 0, old = 0;
-    int e = f->sfp->ordered(f->sfp_state, n, &before, &old);
+    int e = sf->comp->ordered(sf->cstate, n, &before, &old);
     if (e) return update_failed(f, op, e);
-    *pos = f->sfp_base + old + before;
+    *pos = sf->base + old + before;
     return MPI_SUCCESS;
   }
   long long mine = n, before = 0, v[3] = {0, 0, 0};
   MPI_Request r;
   PMPI_Iexscan(&mine, &before, 1, MPI_LONG_LONG, MPI_SUM, f->comm, &r);
-  pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE); /* politely: see wait_polite in core/open.c */
+  pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE); /* politely: see core/comm.c */
   if (f->rank == 0) before = 0; /* Exscan leaves rank 0's result undefined */
   int last = f->nprocs - 1;
   MPI_Offset base = 0;
@@ -171,29 +196,95 @@ int pario_sharedfp_set(pario_file *f, const char *op, MPI_Offset target) {
   pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE);
   if (f->rank == 0) {
     rc = pario_sharedfp_position(f, op, &s);
-    s -= f->sfp_base;
+    s -= st(f)->base;
   }
   long long v[2] = {rc != MPI_SUCCESS, s};
   PMPI_Ibcast(v, 2, MPI_LONG_LONG, 0, f->comm, &r);
   pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE);
   if (v[0]) return rc != MPI_SUCCESS ? rc : pario_err(MPI_ERR_OTHER, op, f->filename, 0, "shared file pointer unavailable on rank 0");
-  f->sfp_base = target - v[1];
+  st(f)->base = target - v[1];
   return MPI_SUCCESS;
 }
-
-void pario_sharedfp_close(pario_file *f) {
-  if (f->sfp) f->sfp->detach(f->sfp_state); /* collective for rma and addproc: all have them */
-  f->sfp = NULL;
-  PMPI_Barrier(f->comm); /* all detached before the storage goes */
-  if (f->rank == 0)
-    for (int i = 0; i < NCOMP; i++)
-      if (all[i]->remove) all[i]->remove(f);
-}
-
-const char *pario_sharedfp_name(const pario_file *f) { return f->sfp ? f->sfp->name : f->hints.sharedfp; }
 
 void pario_sharedfp_hidden_path(const pario_file *f, const char *suffix, char *buf, size_t n) {
   const char *slash = strrchr(f->path, '/');
   int dirlen = slash ? (int)(slash - f->path + 1) : 0;
   snprintf(buf, n, "%.*s.%s.pario-sfp-%llx%s", dirlen, f->path, slash ? slash + 1 : f->path, f->uid, suffix);
+}
+
+/* ---- lifecycle hooks (core/layer.h) ---- */
+
+static int hook_open(pario_file *f, void **state) {
+  sfp_file *sf = calloc(1, sizeof *sf);
+  if (!sf) return pario_err(MPI_ERR_NO_MEM, "MPI_File_open", f->filename, 0, "out of memory");
+  pthread_mutex_init(&sf->attach_lock, NULL);
+  *state = sf;
+  setup_at_open(f, sf); /* collective: rma and addproc only for files that asked */
+  if (f->amode & MPI_MODE_APPEND) { /* the shared pointer starts at the end too */
+    off_t size = 0;
+    if (f->drv->size(f->dh, &size) == 0) sf->base = size; /* core reports a failing size() */
+  }
+  return MPI_SUCCESS;
+}
+
+/* Whether any rank ever used the pointer: otherwise its storage still holds zero. */
+static long long hook_view_vote(pario_file *f, void *state) {
+  (void)f;
+  return ((sfp_file *)state)->comp != NULL;
+}
+
+/* set_view: MPI_DISPLACEMENT_CURRENT (sequential files) is where the shared pointer is, in
+ * the old view; the pointer restarts at 0 in the new view. */
+static int hook_set_view(pario_file *f, void *state, const char *op, MPI_Offset *disp, long long used) {
+  sfp_file *sf = state;
+  if (*disp == MPI_DISPLACEMENT_CURRENT) {
+    MPI_Offset sp = 0;
+    int rc = pario_sharedfp_position(f, op, &sp);
+    if (rc != MPI_SUCCESS) return rc;
+    pthread_mutex_lock(&f->lock);
+    *disp = pario_view_file_offset(f->view, sp * f->view->esize);
+    pthread_mutex_unlock(&f->lock);
+  }
+  if (used) return pario_sharedfp_set(f, op, 0);
+  sf->base = 0;
+  return MPI_SUCCESS;
+}
+
+static void hook_get_info(pario_file *f, void *state, MPI_Info info) {
+  sfp_file *sf = state;
+  PMPI_Info_set(info, "pario_sharedfp", sf->comp ? sf->comp->name : f->hints.sharedfp);
+}
+
+/* sync and close: the writes the individual component kept reach the file. */
+static int hook_merge(pario_file *f, void *state, const char *op) {
+  (void)state;
+  return pario_sharedfp_merge(f, op);
+}
+
+/* After every rank closed: release, and on rank 0 remove, the component's storage. */
+static void hook_release(pario_file *f, void *state) {
+  sfp_file *sf = state;
+  if (!sf) return;
+  if (sf->comp) sf->comp->detach(sf->cstate); /* collective for rma and addproc: all have them */
+  PMPI_Barrier(f->comm); /* all detached before the storage goes */
+  if (f->rank == 0)
+    for (int i = 0; i < NCOMP; i++)
+      if (all[i]->remove) all[i]->remove(f);
+  pthread_mutex_destroy(&sf->attach_lock);
+  free(sf);
+}
+
+static const pario_layer sharedfp_layer = {
+    .name = "sharedfp",
+    .open = hook_open,
+    .view_vote = hook_view_vote,
+    .set_view = hook_set_view,
+    .get_info = hook_get_info,
+    .sync = hook_merge,
+    .close = hook_merge,
+    .release = hook_release,
+};
+
+__attribute__((constructor)) static void sharedfp_register(void) {
+  pario_layer_register(PARIO_SLOT_SHAREDFP, &sharedfp_layer);
 }

@@ -1,7 +1,8 @@
 /* Shared file pointers: components behind one interface, chosen per file. The shared value S
  * lives in the component's storage (zero until first used); the pointer is base + S in
  * etypes, where base is identical on all ranks and changed only by the collective calls
- * (seek_shared, set_view), so those never touch the storage. */
+ * (seek_shared, set_view), so those never touch the storage. The layer's per-file state
+ * (component, its state, base) hangs off the file through core's lifecycle hooks. */
 #ifndef PARIO_SHAREDFP_H
 #define PARIO_SHAREDFP_H
 
@@ -33,15 +34,13 @@ typedef struct pario_sharedfp_component {
    * refused. NULL for the others. */
   int (*write)(pario_file *f, void *state, const char *op, const void *buf, MPI_Count count,
                MPI_Datatype type, MPI_Offset n);
-  int (*merge)(pario_file *f, void *state, const char *op);
+  int (*merge)(pario_file *f, void *state, const char *op, MPI_Offset base);
   int forced_only; /* never chosen by auto, only when pario_sharedfp names it */
 } pario_sharedfp_component;
 
 extern const pario_sharedfp_component pario_sharedfp_sm, pario_sharedfp_rma, pario_sharedfp_addproc,
     pario_sharedfp_lockedfile, pario_sharedfp_individual;
 
-/* Collective, inside MPI_File_open: sets up rma or addproc when this file will use one. */
-void pario_sharedfp_open(pario_file *f);
 /* Checks that a shared-pointer access of kind rw can run (reads are refused where the
  * component is write-only). */
 int pario_sharedfp_check(pario_file *f, const char *op, int rw);
@@ -61,11 +60,7 @@ int pario_sharedfp_ordered(pario_file *f, const char *op, MPI_Offset n, MPI_Offs
 int pario_sharedfp_position(pario_file *f, const char *op, MPI_Offset *pos);
 /* Collective: make the shared pointer target (etypes). */
 int pario_sharedfp_set(pario_file *f, const char *op, MPI_Offset target);
-/* At close (collective): release, and on rank 0 remove, the component's storage. */
-void pario_sharedfp_close(pario_file *f);
 /* "<dir>/.<name>.pario-sfp-<uid><suffix>": hidden storage beside the data file. */
 void pario_sharedfp_hidden_path(const pario_file *f, const char *suffix, char *buf, size_t n);
-/* The component's name in effect for get_info ("auto" until first use). */
-const char *pario_sharedfp_name(const pario_file *f);
 
 #endif

@@ -81,8 +81,7 @@ static int sm_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
 
 /* Until *gen moves past old. First a short spin, then sched_yield for up to 100 us: with
  * small records the others arrive within microseconds, and a futex sleep and wake-up per
- * call cost more than the call (64-byte write_ordered at 4 ranks on 2 cores: 129 K records/s
- * sleeping at once, 465-556 K yielding first). Then sleeps of at most 1 ms, each followed by
+ * call cost more than the call (docs/sharedfp.md has the figures). Then sleeps of at most 1 ms, each followed by
  * an MPI_Iprobe: the rank is inside an MPI call, and a rank that has not arrived yet may be
  * blocked in a send to this one that completes only while this rank's MPI makes progress (a
  * large message to a receive posted before the ordered call; MPICH without a progress

@@ -443,12 +443,13 @@ static int finish(MPI_Datatype t, runbuf *b, pario_typemap **out) {
   tm->extent = extent;
   tm->cum = malloc(sizeof(MPI_Offset) * (b->n + 1));
   if (!tm->cum) { pario_typemap_free(tm); return MPI_ERR_NO_MEM; }
-  tm->monotonic = tm->nonneg = 1;
+  tm->monotonic = tm->ordered = tm->nonneg = 1;
   tm->cum[0] = 0;
   for (size_t i = 0; i < b->n; i++) {
     tm->cum[i + 1] = tm->cum[i] + b->r[i].len;
     if (b->r[i].off < 0) tm->nonneg = 0;
     if (i && b->r[i].off < b->r[i - 1].off + b->r[i - 1].len) tm->monotonic = 0;
+    if (i && b->r[i].off < b->r[i - 1].off) tm->ordered = 0;
   }
   tm->dense = b->n == 1 && b->r[0].off == lb && b->r[0].len == extent;
   if (tm->cum[b->n] != size) { /* decoding disagrees with the MPI library: refuse the type */
@@ -492,9 +493,10 @@ static pthread_mutex_t cache_lock;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 static int cache_keyval = MPI_KEYVAL_INVALID;
 
-#define NAMED_MAX 256
-static struct { MPI_Datatype type; pario_typemap *tm; } named[NAMED_MAX];
-static int nnamed;
+/* Named types have no attributes: their maps live in a table that grows as needed and is
+ * freed by pario_typemap_finalize. */
+static struct named_entry { MPI_Datatype type; pario_typemap *tm; } *named;
+static int nnamed, named_cap;
 
 /* A dup has the same typemap: share it (under cache_lock, which MPI calls back into). */
 static int copy_cb(MPI_Datatype t, int kv, void *extra, void *in, void *out, int *flag) {
@@ -529,47 +531,101 @@ static void cache_init(void) {
 static int get_named(MPI_Datatype type, const pario_typemap **out) {
   for (int i = 0; i < nnamed; i++)
     if (named[i].type == type) { *out = named[i].tm; return MPI_SUCCESS; }
+  if (nnamed == named_cap) {
+    int cap = named_cap ? 2 * named_cap : 32;
+    struct named_entry *n = realloc(named, (size_t)cap * sizeof *n);
+    if (!n) return MPI_ERR_NO_MEM;
+    named = n;
+    named_cap = cap;
+  }
   pario_typemap *tm;
   int rc = pario_typemap_build(type, &tm);
   if (rc != MPI_SUCCESS) return rc;
-  if (nnamed < NAMED_MAX) {
-    named[nnamed].type = type;
-    named[nnamed++].tm = tm;
-  } /* else: leak-free fallback is impossible for a returned pointer; 256 named types suffice */
+  tm->committed = 1;
+  named[nnamed].type = type;
+  named[nnamed++].tm = tm;
   *out = tm;
   return MPI_SUCCESS;
 }
 
-int pario_typemap_get(MPI_Datatype type, const pario_typemap **out) {
-  int flag = 0, comb = pario_type_combiner(type);
+/* Derived types: the map hangs on the type as an attribute. Built outside the lock (building
+ * recurses into the children and may take long); the lock only guards the lookup and the
+ * attach, and a map another thread attached meanwhile wins. */
+static int get_derived(MPI_Datatype type, const pario_typemap **out) {
   void *val;
-  if (comb < 0) return MPI_ERR_TYPE;
-  pthread_once(&cache_once, cache_init);
+  int flag = 0;
   pthread_mutex_lock(&cache_lock);
   int rc = MPI_SUCCESS;
-  if (comb == MPI_COMBINER_NAMED || comb == MPI_COMBINER_F90_REAL ||
-      comb == MPI_COMBINER_F90_COMPLEX || comb == MPI_COMBINER_F90_INTEGER) {
-    rc = get_named(type, out);
-    goto done;
-  }
   if (cache_keyval == MPI_KEYVAL_INVALID &&
-      PMPI_Type_create_keyval(copy_cb, delete_cb, &cache_keyval, NULL) != MPI_SUCCESS) {
+      PMPI_Type_create_keyval(copy_cb, delete_cb, &cache_keyval, NULL) != MPI_SUCCESS)
     rc = MPI_ERR_INTERN;
-    goto done;
-  }
+  else
+    PMPI_Type_get_attr(type, cache_keyval, &val, &flag);
+  pthread_mutex_unlock(&cache_lock);
+  if (rc != MPI_SUCCESS) return rc;
+  if (flag) { *out = val; return MPI_SUCCESS; }
+  pario_typemap *tm;
+  rc = pario_typemap_build(type, &tm);
+  if (rc != MPI_SUCCESS) return rc;
+  tm->refs = 1;
+  pthread_mutex_lock(&cache_lock);
   PMPI_Type_get_attr(type, cache_keyval, &val, &flag);
   if (flag) {
     *out = val;
-    goto done;
-  }
-  pario_typemap *tm;
-  rc = pario_typemap_build(type, &tm);
-  if (rc == MPI_SUCCESS) {
-    tm->refs = 1;
-    PMPI_Type_set_attr(type, cache_keyval, tm);
+  } else if (PMPI_Type_set_attr(type, cache_keyval, tm) == MPI_SUCCESS) {
     *out = tm;
+    tm = NULL;
+  } else {
+    rc = MPI_ERR_INTERN;
   }
-done:
   pthread_mutex_unlock(&cache_lock);
+  pario_typemap_free(tm);
   return rc;
+}
+
+int pario_typemap_get(MPI_Datatype type, const pario_typemap **out) {
+  int comb = pario_type_combiner(type);
+  if (comb < 0) return MPI_ERR_TYPE;
+  pthread_once(&cache_once, cache_init);
+  if (comb == MPI_COMBINER_NAMED || comb == MPI_COMBINER_F90_REAL ||
+      comb == MPI_COMBINER_F90_COMPLEX || comb == MPI_COMBINER_F90_INTEGER) {
+    pthread_mutex_lock(&cache_lock);
+    int rc = get_named(type, out);
+    pthread_mutex_unlock(&cache_lock);
+    return rc;
+  }
+  return get_derived(type, out);
+}
+
+static MPI_Comm probe_comm = MPI_COMM_NULL;
+
+static int probe_pack(MPI_Datatype type) {
+  pthread_mutex_lock(&cache_lock);
+  if (probe_comm == MPI_COMM_NULL && PMPI_Comm_dup(MPI_COMM_SELF, &probe_comm) == MPI_SUCCESS)
+    PMPI_Comm_set_errhandler(probe_comm, MPI_ERRORS_RETURN);
+  MPI_Comm comm = probe_comm;
+  pthread_mutex_unlock(&cache_lock);
+  if (comm == MPI_COMM_NULL) return 1; /* cannot tell: do not refuse a good type */
+  char out[1];
+  int pos = 0;
+  return PMPI_Pack(NULL, 0, type, out, 0, &pos, comm) == MPI_SUCCESS;
+}
+
+int pario_type_committed(MPI_Datatype type, const pario_typemap *tm) {
+  if (__atomic_load_n(&tm->committed, __ATOMIC_RELAXED) || pario_type_is_named(type)) return 1;
+  if (!probe_pack(type)) return 0;
+  __atomic_store_n((int *)&tm->committed, 1, __ATOMIC_RELAXED);
+  return 1;
+}
+
+void pario_typemap_finalize(void) {
+  pthread_once(&cache_once, cache_init);
+  pthread_mutex_lock(&cache_lock);
+  for (int i = 0; i < nnamed; i++) pario_typemap_free(named[i].tm);
+  free(named);
+  named = NULL;
+  nnamed = named_cap = 0;
+  if (cache_keyval != MPI_KEYVAL_INVALID) PMPI_Type_free_keyval(&cache_keyval);
+  if (probe_comm != MPI_COMM_NULL) PMPI_Comm_free(&probe_comm);
+  pthread_mutex_unlock(&cache_lock);
 }

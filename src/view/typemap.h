@@ -1,6 +1,6 @@
 /* Flattened datatypes: a typemap reduced to (offset, length) runs in typemap order, adjacent
  * runs merged and zero-length ones dropped. Cached on derived datatypes through an attribute
- * whose delete callback frees it; named types use a small static table. */
+ * whose delete callback frees it; named types use a table freed at MPI_Finalize. */
 #ifndef PARIO_TYPEMAP_H
 #define PARIO_TYPEMAP_H
 
@@ -20,6 +20,8 @@ typedef struct pario_typemap {
   MPI_Offset lb;     /* MPI_Type_get_extent */
   MPI_Offset extent;
   int monotonic;     /* offsets nondecreasing and runs disjoint: legal as a filetype */
+  int ordered;       /* run starts nondecreasing (runs may overlap): legal on read-only files */
+  int committed;     /* known committed (set once pario_type_committed saw it so) */
   int nonneg;        /* no negative offsets */
   int dense;         /* one run that fills [lb, lb+extent): count copies are one run */
   int refs;          /* datatypes sharing this map (MPI_Type_dup copies the attribute) */
@@ -41,5 +43,16 @@ void pario_typemap_free(pario_typemap *tm);
 
 /* Index of the run holding data byte pos (0 <= pos < size), by binary search over cum. */
 size_t pario_typemap_find(const pario_typemap *tm, MPI_Offset pos);
+
+/* 1 when type is committed (named types always are), 0 when not or not a datatype. There
+ * is no MPI query for it: MPI_Pack of zero elements, on a private duplicate of
+ * MPI_COMM_SELF that returns errors, fails with MPI_ERR_TYPE exactly for uncommitted types
+ * on both MPICH and Open MPI. tm is the type's map (pario_typemap_get); a positive answer
+ * is kept in it. */
+int pario_type_committed(MPI_Datatype type, const pario_typemap *tm);
+
+/* Frees the named types' maps and the cache keyval (at MPI_Finalize; derived types' maps go
+ * with their types). */
+void pario_typemap_finalize(void);
 
 #endif

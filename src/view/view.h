@@ -12,9 +12,12 @@ typedef struct pario_view {
   MPI_Datatype etype;     /* our own reference (dup) when derived */
   MPI_Datatype filetype;  /* our own reference (dup) when derived */
   const pario_typemap *ftm;
+  unsigned char owned[2]; /* etype, filetype are our dups (freed with the view) */
   MPI_Offset esize;       /* etype size in bytes */
   int contiguous;         /* filetype dense: data position p is file offset disp + lb + p */
   char datarep[32];
+  unsigned long gen;      /* which set_view made it: equal on every rank for the same view */
+  int refs;               /* holders: the file and each operation started under the view */
 } pario_view;
 
 /* A walk over consecutive copies of a typemap, piece by contiguous piece. */

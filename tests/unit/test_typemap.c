@@ -9,18 +9,8 @@
 
 #include "view/typemap.h"
 #include "view/view.h"
+#include "check.h"
 
-static int failures, checks;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    checks++;                                              \
-    if (!(cond)) {                                         \
-      failures++;                                          \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);          \
-      printf(__VA_ARGS__);                                 \
-      printf("\n");                                        \
-    }                                                      \
-  } while (0)
 
 /* Expand runs into one offset per data byte, in typemap order. */
 static long *expand(const pario_typemap *tm) {

@@ -1,0 +1,117 @@
+/* A collective data access: every rank's access is allgathered, every rank decides alike
+ * whether to aggregate (decide.c); then either each rank accesses the file on its own (with
+ * data sieving) or all run two-phase I/O: views exchanged when they changed, aggregators and
+ * plan, buffers, one agreement that every rank is ready, the rounds, and for writes a closing
+ * agreement. Any failure before the rounds is every rank's error; ranks never abort. */
+#include "collective/internal.h"
+
+#include <fcntl.h>
+
+/* Every rank on its own: the independent path (with data sieving). lock_writes: some rank
+ * sieves, so every write holds byte-range locks. */
+static int independently(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
+                         MPI_Count count, MPI_Datatype type, const pario_typemap *tm, MPI_Count *bytes,
+                         int lock_writes) {
+  MPI_Count b = 0;
+  int rc = tm ? pario_access_ex(f, s, op, rw, pos, buf, count, type, &b, lock_writes) : MPI_SUCCESS;
+  *bytes = b;
+  return rc;
+}
+
+/* Bytes of the access that lie before end of file (reads), the same on every rank. */
+static MPI_Offset readable(pario_file *f, const pario_view *v, int rw, MPI_Offset pos, MPI_Offset n) {
+  off_t size = 0;
+  if (rw != PARIO_READ || n == 0 || f->drv->size(f->dh, &size) != 0) return n;
+  return PARIO_MAX(0, PARIO_MIN(n, pario_view_data_before(v, size) - pos));
+}
+
+static struct coll_info describe(const pario_file *f, const pario_view *v, int rw, MPI_Offset pos, MPI_Offset n) {
+  struct coll_info in = {.pos = pos, .n = n, .can_read = (f->oflags & O_ACCMODE) != O_WRONLY,
+                         .sieves = rw == PARIO_WRITE && pario_sieves_write(f, v, n)};
+  if (n > 0) {
+    MPI_Offset first, last;
+    pario_view_extent_of(v, pos, n, &first, &last);
+    in.first = first;
+    in.last = last;
+    in.avg_piece = v->contiguous ? n : v->ftm->size / (MPI_Offset)v->ftm->nruns;
+  }
+  return in;
+}
+
+/* Views (when their generation changed), aggregators (when cb_nodes changed), the plan and the
+ * buffers of an aggregated call x; this rank's result. */
+static int prepare(pario_coll_ctx *c, coll_call *x) {
+  pario_file *f = c->f;
+  if (!c->views_ok || c->views_gen != x->view->gen) {
+    int rc = coll_views_exchange(c, x->view);
+    if (rc != MPI_SUCCESS)
+      return pario_err(rc, x->op, f->filename, 0, "cannot exchange the views (%s)",
+                       rc == MPI_ERR_NO_MEM ? "out of memory" : "bad data");
+  }
+  if (c->aggr_for != f->hints.cb_nodes) {
+    c->naggr = coll_aggregators(f->hints.cb_nodes, c->np, c->nnodes, c->node_of, c->rank_in_node, c->aggr);
+    c->aggr_for = f->hints.cb_nodes;
+  }
+  MPI_Offset lo, hi;
+  coll_span(c->info, c->np, &lo, &hi);
+  x->plan = (coll_plan){.naggr = c->naggr, .bound = c->bound,
+                        .align = coll_plan_align(f->hints.striping_unit, f->hints.cb_block_size),
+                        .cb = coll_window_size(f->hints.cb_buffer_size)};
+  coll_plan_make(&x->plan, lo, hi);
+  x->me_aggr = -1;
+  for (int i = 0; i < c->naggr; i++)
+    if (c->aggr[i] == c->rank) x->me_aggr = i;
+  return coll_buffers(c, x);
+}
+
+/* Two-phase I/O of call x; every rank's result. */
+static int two_phase(pario_coll_ctx *c, coll_call *x) {
+  const char *what = x->rw == PARIO_WRITE ? "write" : "read";
+  int rc = prepare(c, x);
+  /* Nobody starts the rounds unless everybody is ready: a rank without its buffers would
+   * leave the others waiting for its messages. */
+  int worst = pario_agree(c->comm, rc);
+  if (worst != MPI_SUCCESS) {
+    coll_views_forget(c); /* every rank starts afresh next time */
+    c->aggr_for = 0;
+  } else {
+    rc = coll_rounds(c, x);
+    /* A write fails everywhere if any aggregator failed; a reader learnt from the tags
+     * whether the aggregators that served it succeeded, and that is all it needs. */
+    worst = x->rw == PARIO_WRITE ? pario_agree(c->comm, rc) : rc;
+  }
+  if (rc == MPI_SUCCESS && worst != MPI_SUCCESS)
+    rc = pario_err(worst, x->op, c->f->filename, 0, "the collective %s failed on another rank", what);
+  return rc;
+}
+
+int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, int rw, MPI_Offset pos,
+                      void *buf, MPI_Count count, MPI_Datatype type, MPI_Count *bytes) {
+  pario_file *f = c->f;
+  const pario_typemap *tm;
+  *bytes = 0;
+  if (pario_typemap_get(type, &tm) != MPI_SUCCESS) count = 0, tm = NULL;
+  if (coll_reads_alone(rw == PARIO_WRITE, f->hints.romio_cb_read, f->nodes, f->hints.cb_nodes_given)) {
+    c->why = COLL_WHY_ONE_NODE_READ;
+    return independently(f, s, op, rw, pos, buf, count, type, tm, bytes, 0);
+  }
+  MPI_Offset n = readable(f, s->view, rw, pos, tm ? (MPI_Offset)count * tm->size : 0);
+  struct coll_info mine = describe(f, s->view, rw, pos, n);
+  MPI_Request rq;
+  MPI_Status st;
+  PMPI_Iallgather(&mine, COLL_INFO_WORDS, MPI_LONG_LONG, c->info, COLL_INFO_WORDS, MPI_LONG_LONG, c->comm, &rq);
+  pario_wait_all(1, &rq, &st);
+  /* every rank reaches the same decision from the same data */
+  int hint = rw == PARIO_WRITE ? f->hints.romio_cb_write : f->hints.romio_cb_read;
+  c->why = coll_decide(rw == PARIO_WRITE, hint, s->atomic, c->info, c->np);
+  if (!coll_why_aggregates(c->why)) {
+    int sieving = 0; /* some rank rewrites windows around others' data: every write locks */
+    for (int r = 0; r < c->np; r++) sieving |= c->info[r].sieves != 0;
+    return independently(f, s, op, rw, pos, buf, count, type, tm, bytes, sieving);
+  }
+  coll_call x = {.op = op, .rw = rw, .view = s->view, .pos = pos, .n = n, .buf = buf, .tm = tm,
+                 .count = count, .contig = n > 0 ? pario_mcursor_contig(buf, tm, count) : NULL};
+  int rc = two_phase(c, &x);
+  if (rc == MPI_SUCCESS) *bytes = n;
+  return rc;
+}

@@ -1,0 +1,105 @@
+/* Internals of the collective layer shared by its files: the context (one per file and kind,
+ * see collective.h), one call's description, and the steps of an aggregated call: the view
+ * exchange (viewx.c), then the data exchange (exchange.c), driven by access.c. */
+#ifndef PARIO_COLL_INTERNAL_H
+#define PARIO_COLL_INTERNAL_H
+
+#include "collective/collective.h"
+#include "collective/plan.h"
+
+/* One rank's view header, allgathered as COLL_VHDR_WORDS MPI_LONG_LONGs before the runs. */
+struct coll_view_hdr {
+  long long disp, esize, contiguous; /* the view */
+  long long nruns, lb, extent, size; /* its filetype's typemap */
+  long long words;                   /* words of its encoded runs; -1: this rank cannot go on */
+};
+enum { COLL_VHDR_WORDS = sizeof(struct coll_view_hdr) / sizeof(long long) };
+_Static_assert(sizeof(struct coll_view_hdr) == COLL_VHDR_WORDS * sizeof(long long), "coll_view_hdr is words");
+
+/* A contiguous range of one rank's data stream that one aggregator handles in one round. */
+typedef struct coll_piece {
+  int peer;        /* the other rank (the aggregator, or the rank whose data it is) */
+  MPI_Offset s, e; /* data positions [s, e) */
+  char *ptr;       /* its bytes: user memory, the pack buffer or the staging area */
+  size_t iv0, iv1; /* its file intervals in c->iv (aggregator side) */
+} coll_piece;
+
+/* Walks one piece's file intervals and its data. */
+typedef struct coll_cursor {
+  size_t k;        /* current interval in c->iv */
+  MPI_Offset skip; /* bytes of it already done (it straddled the previous chunk) */
+  char *p;         /* the piece's data at that point */
+} coll_cursor;
+
+/* Test knobs, read once when a context is created: PARIO_TEST_COLL_EIO=R makes rank R's
+ * aggregated file accesses fail with EIO; PARIO_TEST_COLL_NOMEM=R:site makes rank R's
+ * allocation at that site fail (context, views, stage, pack). */
+enum { COLL_SITE_NONE, COLL_SITE_CONTEXT, COLL_SITE_VIEWS, COLL_SITE_STAGE, COLL_SITE_PACK };
+
+struct pario_coll_ctx {
+  pario_file *f;
+  MPI_Comm comm; /* private duplicate: the exchange's messages meet nothing else */
+  int rank, np;
+  /* Every rank's view as exchanged for view generation views_gen (views[rank] unused: a
+   * call uses its own snapshot's view). */
+  int views_ok;
+  unsigned long views_gen;
+  pario_view *views;
+  pario_typemap *maps;
+  /* Nodes (node_of NULL: unknown) and the aggregators chosen for cb_nodes == aggr_for. */
+  int nnodes, *node_of, *rank_in_node;
+  int *aggr, naggr, aggr_for;
+  coll_why why; /* the last call's decision */
+  /* Scratch sized by the rank count, allocated with the context so that no step between
+   * collective calls needs memory it might not get. */
+  struct coll_info *info;      /* np: every rank's access in this call */
+  struct coll_view_hdr *hdrs;  /* np */
+  int *cnt, *dsp;              /* np: the view exchange's allgatherv */
+  MPI_Offset *bound;           /* np + 1: the plan's domains */
+  coll_piece *mine_pc, *aggr_pc; /* np each: this rank's pieces, its window's pieces */
+  MPI_Request *reqs;           /* 2 np */
+  MPI_Status *st;              /* 2 np */
+  coll_cursor *cur;            /* 2 np */
+  /* Data buffers, grown before the rounds start. */
+  char *cbuf, *stage, *pack; /* the aggregator's chunk, received data, this rank's packed data */
+  size_t cbcap, stcap, pkcap;
+  pario_run *iv; /* the current window's file intervals, piece by piece */
+  size_t ivcap;
+  int eio_rank, nomem_rank, nomem_site; /* test knobs (-1, COLL_SITE_NONE: off) */
+};
+
+/* One aggregated call, as this rank sees it. */
+typedef struct coll_call {
+  const char *op;
+  int rw;
+  const pario_view *view; /* this rank's view (the call's snapshot) */
+  MPI_Offset pos, n;      /* this rank's access: data positions [pos, pos + n) */
+  void *buf;
+  const pario_typemap *tm;
+  MPI_Count count;
+  char *contig;           /* its data when it is one piece of memory (at data position pos) */
+  coll_plan plan;
+  int me_aggr;            /* this rank's domain, or -1 */
+} coll_call;
+
+/* Grow *pp to need bytes (*cap tracks its size); 0 when out of memory. site names the
+ * allocation for the PARIO_TEST_COLL_NOMEM knob. */
+int coll_grow(const pario_coll_ctx *c, int site, void *pp, size_t *cap, size_t need);
+
+/* viewx.c: exchange every rank's view (collective over c->comm, every rank at the same call).
+ * A failure before the runs are sent is every rank's; one after (decoding) only this rank's,
+ * and the caller's agreement makes it everyone's. */
+int coll_views_exchange(pario_coll_ctx *c, const pario_view *mine);
+void coll_views_forget(pario_coll_ctx *c);
+static inline const pario_view *coll_view_of(const pario_coll_ctx *c, const coll_call *x, int r) {
+  return r == c->rank ? x->view : &c->views[r];
+}
+
+/* exchange.c: grow the buffers that the rounds of x need (before the agreement that starts
+ * them), then run the rounds. Once every rank has its buffers, the rounds leave no peer
+ * waiting: an I/O error fails a write through the caller's agreement and travels to the
+ * readers in the data message's tag. */
+int coll_buffers(pario_coll_ctx *c, const coll_call *x);
+int coll_rounds(pario_coll_ctx *c, const coll_call *x);
+
+#endif

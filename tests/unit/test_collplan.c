@@ -1,0 +1,200 @@
+/* Unit tests of the pure parts of two-phase I/O (collective/plan.c, decide.c, runs.c) against
+ * hand-computed cases: node maps, aggregator placement (cb_nodes below, at and above the node
+ * and rank counts), file domains with and without striping_unit alignment, windows and rounds,
+ * empty ranks, one rank, the aggregate-or-not decision and the view runs' encoding. No MPI
+ * calls: the functions communicate with nobody. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collective/plan.h"
+#include "collective/runs.h"
+#include "core/hints.h"
+#include "check.h"
+
+
+static int same_ints(const int *a, const int *b, int n) { return !memcmp(a, b, sizeof(int) * (size_t)n); }
+
+static void node_map(void) {
+  /* ranks 0,1,4 on node 0 (leader 0), 2,3 on node 1 (leader 2), 5 alone (node 2) */
+  int lead[6] = {0, 0, 2, 2, 0, 5}, node[6], place[6];
+  int want_node[6] = {0, 0, 1, 1, 0, 2}, want_place[6] = {0, 1, 0, 1, 2, 0};
+  CHECK(coll_node_map(6, lead, node, place) == 3, "three nodes");
+  CHECK(same_ints(node, want_node, 6), "node of each rank");
+  CHECK(same_ints(place, want_place, 6), "place of each rank on its node");
+  int one[1] = {0};
+  CHECK(coll_node_map(1, one, node, place) == 1 && node[0] == 0 && place[0] == 0, "one rank");
+  int bogus[3] = {0, 2, 7}; /* leaders after the rank, or outside: each its own node */
+  CHECK(coll_node_map(3, bogus, node, place) == 3 && place[1] == 0 && place[2] == 0, "nonsense leaders");
+}
+
+static void aggregators(void) {
+  int lead[6] = {0, 0, 2, 2, 0, 5}, node[6], place[6], a[6];
+  int nn = coll_node_map(6, lead, node, place);
+  /* fewer than the nodes: nodes i * 3 / k, their first ranks */
+  CHECK(coll_aggregators(1, 6, nn, node, place, a) == 1 && a[0] == 0, "k=1");
+  CHECK(coll_aggregators(2, 6, nn, node, place, a) == 2 && a[0] == 0 && a[1] == 2, "k=2: nodes 0 and 1");
+  int three[3] = {0, 2, 5};
+  CHECK(coll_aggregators(3, 6, nn, node, place, a) == 3 && same_ints(a, three, 3), "k=3: one per node");
+  /* more: round robin over the nodes, one more rank of each per turn */
+  int five[5] = {0, 2, 5, 1, 3}, six[6] = {0, 2, 5, 1, 3, 4};
+  CHECK(coll_aggregators(5, 6, nn, node, place, a) == 5 && same_ints(a, five, 5), "k=5");
+  CHECK(coll_aggregators(6, 6, nn, node, place, a) == 6 && same_ints(a, six, 6), "k=6: every rank");
+  /* cb_nodes above the rank count, or below 1: clamped */
+  CHECK(coll_aggregators(64, 6, nn, node, place, a) == 6 && same_ints(a, six, 6), "k=64 > nprocs");
+  CHECK(coll_aggregators(0, 6, nn, node, place, a) == 1 && a[0] == 0, "k=0");
+  /* no node map: the first k ranks */
+  CHECK(coll_aggregators(4, 6, 1, NULL, NULL, a) == 4 && a[3] == 3, "no node map");
+  /* one node of four ranks, two aggregators: ranks 0 and 1 */
+  int lead4[4] = {0, 0, 0, 0};
+  nn = coll_node_map(4, lead4, node, place);
+  CHECK(coll_aggregators(2, 4, nn, node, place, a) == 2 && a[0] == 0 && a[1] == 1, "one node, k=2");
+  /* one rank */
+  CHECK(coll_aggregators(3, 1, 1, NULL, NULL, a) == 1 && a[0] == 0, "one rank");
+}
+
+/* The windows of domain i over every round, as [lo, hi) pairs (empty ones included). */
+static void windows(const coll_plan *p, int i, MPI_Offset *w) {
+  for (MPI_Offset k = 0; k < p->rounds; k++) coll_plan_window(p, i, k, &w[2 * k], &w[2 * k + 1]);
+}
+
+static int same_offs(const MPI_Offset *a, const MPI_Offset *b, int n) {
+  return !memcmp(a, b, sizeof(MPI_Offset) * (size_t)n);
+}
+
+static void plans(void) {
+  MPI_Offset bound[8], w[16];
+  CHECK(coll_plan_align(0, 0) == 1 && coll_plan_align(4096, 512) == 4096 && coll_plan_align(0, 512) == 512,
+        "alignment unit");
+  CHECK(coll_window_size(0) == COLL_WINDOW_MAX && coll_window_size(1000) == 1000 &&
+            coll_window_size(64 << 20) == COLL_WINDOW_MAX, "window size");
+  /* one aggregator over [100, 1100), windows of 256: four rounds */
+  coll_plan p = {.naggr = 1, .bound = bound, .align = 1, .cb = 256};
+  coll_plan_make(&p, 100, 1100);
+  CHECK(p.rounds == 4 && bound[0] == 100 && bound[1] == 1100, "one domain: %lld rounds", (long long)p.rounds);
+  windows(&p, 0, w);
+  MPI_Offset w1[8] = {100, 356, 356, 612, 612, 868, 868, 1100};
+  CHECK(same_offs(w, w1, 8), "one domain's windows");
+  /* three aggregators over [10, 1000), striping_unit 64: boundaries 340 and 670 move down to
+   * 320 and 640; windows start at multiples of 64 below each domain (0, 320, 640) */
+  p = (coll_plan){.naggr = 3, .bound = bound, .align = 64, .cb = 100};
+  coll_plan_make(&p, 10, 1000);
+  MPI_Offset b3[4] = {10, 320, 640, 1000};
+  CHECK(same_offs(bound, b3, 4), "aligned domains %lld %lld %lld %lld", (long long)bound[0], (long long)bound[1],
+        (long long)bound[2], (long long)bound[3]);
+  CHECK(p.rounds == 4, "aligned: %lld rounds", (long long)p.rounds);
+  windows(&p, 0, w);
+  MPI_Offset w30[8] = {10, 100, 100, 200, 200, 300, 300, 320};
+  CHECK(same_offs(w, w30, 8), "domain 0's windows");
+  windows(&p, 2, w);
+  MPI_Offset w32[8] = {640, 740, 740, 840, 840, 940, 940, 1000};
+  CHECK(same_offs(w, w32, 8), "domain 2's windows");
+  /* the same without alignment: equal cuts at 340 and 670 */
+  p.align = 1;
+  coll_plan_make(&p, 10, 1000);
+  MPI_Offset b3u[4] = {10, 340, 670, 1000};
+  CHECK(same_offs(bound, b3u, 4) && p.rounds == 4, "unaligned domains");
+  /* alignment unit above the span: every boundary falls to the start, the last aggregator
+   * gets everything, and its first window (from 0, below the span) is empty */
+  p = (coll_plan){.naggr = 4, .bound = bound, .align = 4096, .cb = 64};
+  coll_plan_make(&p, 100, 200);
+  MPI_Offset b4[5] = {100, 100, 100, 100, 200};
+  CHECK(same_offs(bound, b4, 5) && p.rounds == 4, "collapsed domains, %lld rounds", (long long)p.rounds);
+  windows(&p, 3, w);
+  MPI_Offset w43[8] = {100, 64, 100, 128, 128, 192, 192, 200};
+  CHECK(same_offs(w, w43, 8), "collapsed domain's windows");
+  MPI_Offset lo, hi;
+  coll_plan_window(&p, 0, 0, &lo, &hi);
+  CHECK(lo >= hi, "an empty domain has empty windows");
+  /* more aggregators than bytes: some domains empty, rounds from the others */
+  p = (coll_plan){.naggr = 4, .bound = bound, .align = 1, .cb = 1};
+  coll_plan_make(&p, 0, 2);
+  CHECK(bound[0] == 0 && bound[1] == 1 && bound[2] == 2 && bound[3] == 2 && bound[4] == 2 && p.rounds == 1,
+        "tiny span");
+}
+
+static struct coll_info acc(long long first, long long last, long long piece) {
+  return (struct coll_info){.pos = 0, .n = last - first, .first = first, .last = last, .avg_piece = piece,
+                            .can_read = 1};
+}
+
+static void span_and_decision(void) {
+  /* rank 1 accesses nothing: its (stale) range counts for nothing */
+  struct coll_info in[4] = {acc(100, 200, 10), {.first = 0, .last = 5000, .can_read = 1}, acc(150, 300, 10),
+                            acc(400, 500, 10)};
+  MPI_Offset lo, hi;
+  coll_span(in, 4, &lo, &hi);
+  CHECK(lo == 100 && hi == 500, "span skips empty ranks: [%lld, %lld)", (long long)lo, (long long)hi);
+  struct coll_info none[2] = {{.can_read = 1}, {.can_read = 1}};
+  coll_span(none, 2, &lo, &hi);
+  CHECK(lo >= hi, "nobody accesses anything: empty span");
+  CHECK(coll_decide(1, PARIO_ENABLE, 0, none, 2) == COLL_WHY_NOTHING, "nothing");
+  CHECK(coll_decide(1, PARIO_AUTO, 0, in, 4) == COLL_WHY_INTERLEAVED, "interleaved small pieces");
+  CHECK(coll_decide(1, PARIO_DISABLE, 0, in, 4) == COLL_WHY_DISABLED, "disabled");
+  CHECK(coll_decide(1, PARIO_ENABLE, 1, in, 4) == COLL_WHY_ATOMIC, "atomic");
+  in[1].can_read = 0; /* even an empty rank that cannot read stops an aggregated write */
+  CHECK(coll_decide(1, PARIO_ENABLE, 0, in, 4) == COLL_WHY_WRITE_ONLY, "write-only rank");
+  CHECK(coll_decide(0, PARIO_ENABLE, 0, in, 4) == COLL_WHY_ENABLED, "reads need no read access");
+  in[1].can_read = 1;
+  struct coll_info blocks[3] = {acc(0, 100, 1), acc(100, 200, 1), acc(200, 300, 1)};
+  CHECK(coll_decide(1, PARIO_AUTO, 0, blocks, 3) == COLL_WHY_DISJOINT, "blocks in rank order");
+  struct coll_info shuffled[3] = {acc(200, 300, 1), acc(0, 100, 1), acc(100, 200, 1)};
+  CHECK(coll_decide(1, PARIO_AUTO, 0, shuffled, 3) == COLL_WHY_DISJOINT, "blocks out of rank order");
+  CHECK(coll_decide(1, PARIO_ENABLE, 0, shuffled, 3) == COLL_WHY_ENABLED, "enabled");
+  struct coll_info big[2] = {acc(0, 8 << 20, 1 << 20), acc(4 << 20, 12 << 20, 2 << 20)};
+  CHECK(coll_decide(1, PARIO_AUTO, 0, big, 2) == COLL_WHY_LARGE_PIECES, "large pieces");
+  big[1].avg_piece = 1000;
+  CHECK(coll_decide(1, PARIO_AUTO, 0, big, 2) == COLL_WHY_INTERLEAVED, "one rank's small pieces");
+  struct coll_info one[2] = {acc(0, 100, 1), {.can_read = 1}};
+  CHECK(coll_decide(1, PARIO_AUTO, 0, one, 2) == COLL_WHY_ONE_RANK, "one active rank");
+  CHECK(coll_decide(1, PARIO_AUTO, 0, one, 1) == COLL_WHY_ONE_RANK, "one rank");
+  CHECK(coll_reads_alone(0, PARIO_AUTO, 1, 0) && !coll_reads_alone(1, PARIO_AUTO, 1, 0) &&
+            !coll_reads_alone(0, PARIO_AUTO, 2, 0) && !coll_reads_alone(0, PARIO_AUTO, 1, 1) &&
+            !coll_reads_alone(0, PARIO_ENABLE, 1, 0), "reads alone on one node");
+  CHECK(coll_why_aggregates(COLL_WHY_ENABLED) && coll_why_aggregates(COLL_WHY_INTERLEAVED) &&
+            !coll_why_aggregates(COLL_WHY_DISJOINT), "which reasons aggregate");
+  for (int w = 0; w < COLL_WHY_COUNT; w++) CHECK(strcmp(coll_why_name((coll_why)w), "?"), "reason %d named", w);
+}
+
+/* Encode, check the word count and form, decode, compare. */
+static void roundtrip(const char *name, pario_run *runs, size_t n, size_t want_words, int want_grouped) {
+  pario_typemap t = {.runs = runs, .nruns = n};
+  size_t nw = coll_runs_words(&t);
+  long long *w = malloc(sizeof(long long) * nw);
+  coll_runs_encode(&t, w);
+  CHECK(nw == want_words && w[0] == want_grouped, "%s: %zu words, form %lld", name, nw, w[0]);
+  pario_run *back = malloc(sizeof(pario_run) * (n ? n : 1));
+  CHECK(coll_runs_decode(w, (long long)nw, back, n), "%s: decodes", name);
+  CHECK(!n || !memcmp(back, runs, sizeof(pario_run) * n), "%s: same runs", name);
+  if (n) CHECK(!coll_runs_decode(w, (long long)nw, back, n - 1), "%s: too many runs refused", name);
+  CHECK(!coll_runs_decode(w, (long long)nw, back, n + 1), "%s: too few runs refused", name);
+  free(w);
+  free(back);
+}
+
+static void runs_codec(void) {
+  pario_run vec[100];
+  for (int i = 0; i < 100; i++) vec[i] = (pario_run){3 + 40 * i, 5};
+  roundtrip("vector", vec, 100, 5, 1); /* one group */
+  pario_run irregular[3] = {{0, 1}, {5, 2}, {9, 3}};
+  roundtrip("irregular", irregular, 3, 7, 0); /* pairs */
+  pario_run two[4] = {{0, 4}, {10, 4}, {20, 4}, {100, 8}};
+  roundtrip("mixed", two, 4, 9, 0); /* two groups (8 words) no shorter than four pairs */
+  pario_run sub[12]; /* 2 planes of 3 rows of 2 bytes: rows stride 10, planes stride 100 */
+  for (int i = 0; i < 12; i++) sub[i] = (pario_run){(i / 3) * 100 + (i % 3) * 10, 2};
+  roundtrip("subarray", sub, 12, 17, 1); /* 4 groups of 3 */
+  roundtrip("empty", NULL, 0, 1, 0);
+  long long bad[3] = {7, 1, 2};
+  pario_run r;
+  CHECK(!coll_runs_decode(bad, 3, &r, 1), "unknown form refused");
+}
+
+int main(void) {
+  node_map();
+  aggregators();
+  plans();
+  span_and_decision();
+  runs_codec();
+  printf("collplan: %d checks, %d failures\n", checks, failures);
+  return failures != 0;
+}

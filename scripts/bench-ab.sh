@@ -36,21 +36,25 @@ def load(p):
         r = json.loads(line)
         if r.get("status") != "ok":
             continue
-        m = r["metrics"]
         name = os.environ.get("BENCH_AB_METRIC") or ("ratio" if r["suite"] == "overlap" else "mb_per_s")
-        v = m.get(name)
+        v = r["metrics"].get(name)
         if v is None:
             continue
-        key = (r["suite"], r["test"], json.dumps(r["params"], sort_keys=True))
+        params = {k: v2 for k, v2 in r["params"].items() if k != "hints"}
+        key = (r["suite"], r["test"], json.dumps(params, sort_keys=True))
         d.setdefault(key, []).append(v)
     return d
 a, b = load(sys.argv[1]), load(sys.argv[2])
-print("metric:", os.environ.get("BENCH_AB_METRIC") or "mb_per_s (overlap: ratio)")
-print(f"{'test':40} {'params':60} {'A median (min-max)':>28} {'B median (min-max)':>28} {'B/A':>6}")
-for k in sorted(set(a) & set(b)):
+keys = sorted(set(a) & set(b))
+# Show only the parameters that differ between the measurements.
+allp = [json.loads(k[2]) for k in keys]
+vary = sorted({p for d in allp for p in d if p not in ("access", "op") and len({json.dumps(x.get(p)) for x in allp}) > 1})
+print("metric:", os.environ.get("BENCH_AB_METRIC") or "mb_per_s (overlap: ratio, lower is better)")
+print(f"{'test':32} {'params':36} {'A median (min-max)':>26} {'B median (min-max)':>26} {'B/A':>6}  n")
+for k, p in zip(keys, allp):
     ma, mb = statistics.median(a[k]), statistics.median(b[k])
-    p = ",".join(f"{x}={y}" for x, y in json.loads(k[2]).items() if x not in ("hints",))[:60]
+    ps = ",".join(f"{x}={p.get(x)}" for x in vary)[:36]
     fa = f"{ma:.4g} ({min(a[k]):.4g}-{max(a[k]):.4g})"
     fb = f"{mb:.4g} ({min(b[k]):.4g}-{max(b[k]):.4g})"
-    print(f"{k[0] + ' ' + k[1]:40} {p:60} {fa:>28} {fb:>28} {mb / ma if ma else float('nan'):6.2f}")
+    print(f"{k[0] + ' ' + k[1]:32} {ps:36} {fa:>26} {fb:>26} {mb / ma if ma else float('nan'):6.2f}  {len(a[k])}/{len(b[k])}")
 EOF

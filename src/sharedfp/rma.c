@@ -86,6 +86,21 @@ static int rma_setup(pario_file *f, void **state) {
   int shared = f->nodes == 1 && !(remote && *remote == '1'), ok, all = 0, lvl = 0;
   PMPI_Bcast(&shared, 1, MPI_INT, 0, f->comm);
   ok = make_window(f, w, shared) && s;
+  if (shared) { /* the MPI may split one host into several nodes (MPICH's cliques): then rank
+                 * 0's word is not in every rank's memory, and every rank must use the
+                 * MPI_Fetch_and_op form, with rank 0's progress thread */
+    int mine = ok && w->local != NULL, every = 0;
+    PMPI_Allreduce(&mine, &every, 1, MPI_INT, MPI_MIN, f->comm);
+    if (!every) {
+      if (w->win != MPI_WIN_NULL) {
+        PMPI_Win_unlock_all(w->win);
+        PMPI_Win_free(&w->win);
+      }
+      w->local = NULL;
+      shared = 0;
+      ok = make_window(f, w, 0) && s;
+    }
+  }
   PMPI_Query_thread(&lvl);
   if (ok && !shared && f->rank == 0 && f->nprocs > 1 && lvl == MPI_THREAD_MULTIPLE) {
     s->comm = f->comm;

@@ -53,25 +53,23 @@ void pario_layers_get_info(pario_file *f, MPI_Info info) {
 
 /* sync and close: every hook runs even after one failed (each has data to flush or state to
  * finish, and each is collective); the first error is returned. */
-int pario_layers_sync(pario_file *f, const char *op) {
+typedef int (*finish_hook)(pario_file *f, void *state, const char *op);
+
+static int walk_finish(pario_file *f, const char *op, int close) {
   int rc = MPI_SUCCESS;
-  for (int i = 0; i < PARIO_SLOTS; i++)
-    if (layers[i] && layers[i]->sync) {
-      int e = layers[i]->sync(f, f->layer_state[i], op);
+  for (int i = 0; i < PARIO_SLOTS; i++) {
+    finish_hook h = !layers[i] ? NULL : close ? layers[i]->close : layers[i]->sync;
+    if (h) {
+      int e = h(f, f->layer_state[i], op);
       if (rc == MPI_SUCCESS) rc = e;
     }
+  }
   return rc;
 }
 
-int pario_layers_close(pario_file *f, const char *op) {
-  int rc = MPI_SUCCESS;
-  for (int i = 0; i < PARIO_SLOTS; i++)
-    if (layers[i] && layers[i]->close) {
-      int e = layers[i]->close(f, f->layer_state[i], op);
-      if (rc == MPI_SUCCESS) rc = e;
-    }
-  return rc;
-}
+int pario_layers_sync(pario_file *f, const char *op) { return walk_finish(f, op, 0); }
+
+int pario_layers_close(pario_file *f, const char *op) { return walk_finish(f, op, 1); }
 
 void pario_layers_release(pario_file *f) {
   for (int i = PARIO_SLOTS - 1; i >= 0; i--) {

@@ -3,7 +3,7 @@
 # Idempotent: skips apt when everything is already there.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
-      python3 python3-venv python3-pip python3-mpi4py liburing-dev
+      python3 python3-venv python3-pip python3-mpi4py liburing-dev libssl-dev
       # real MPI-IO clients (tests/clients): parallel HDF5 for both MPIs, h5py and netCDF-4
       # (Debian builds those two for Open MPI only), Fortran; dpkg-dev unpacks HDF5's source
       gfortran libhdf5-openmpi-dev libhdf5-mpich-dev python3-h5py-mpi libnetcdf-mpi-dev dpkg-dev)

@@ -11,7 +11,8 @@ declare -A allowed=(
   [collective]="collective core view driver"
   [core]="core view driver include"
   [view]="view"
-  [driver]="driver"
+  [driver]="driver rio"
+  [rio]="rio"
   [include]="include"
 )
 bad=0

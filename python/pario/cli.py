@@ -27,7 +27,7 @@ from typing import List, Optional
 
 from . import IMPLS, MPIS, SUITES, __version__
 from .launch import Launcher, LauncherError
-from .locate import bench_version, find_bench
+from .locate import bench_version, find_bench, find_server
 from .plan import PlanError, parse_choice_list, parse_ranks, parse_suites, plan_sweep
 from .results import META_FILE, REPORT_FILE, RESULTS_FILE, RUNS_FILE, load_results, save_meta
 from .runner import (LOG_DIR, SCRATCH_DIR, Interrupted, Runner, bench_path, build_dir_default, fmt_duration,
@@ -109,6 +109,26 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--append", action="store_true",
                      help="add to the results already in DIR instead of starting afresh")
     run.add_argument("--dry-run", action="store_true", help="print the planned commands and stop")
+
+    rem = bsub.add_parser(
+        "remote", help="remote I/O experiments (seed 004): pario-server against XRootD and a TCP copy",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Start pario-server (and XRootD, iperf3) on this machine, run seed 004's remote I/O "
+                    "experiments through pario-bench, and write DIR/remote.jsonl, DIR/remote-summary.json "
+                    "and DIR/remote.html. Every figure is the median of --repeat runs, systems alternating.",
+        epilog="experiments: seq (large sequential write/read vs XRootD and a TCP copy), req4k (4 KiB\n"
+               "requests one at a time vs pipelined), vec32 (32-byte segments per request), btio (BTIO\n"
+               "over an emulated 100 ms / 20 MB/s link: staging vs remote), scale (rate against clients\n"
+               "and servers, with and without a forwarder)\n\n"
+               "examples:\n  pario bench remote --quick\n  pario bench remote --experiments seq,req4k --repeat 7")
+    rem.add_argument("--experiments", metavar="LIST", default="all", help="comma-separated, or all (default)")
+    rem.add_argument("--quick", action="store_true", help="small sizes: checks that everything works")
+    rem.add_argument("--repeat", type=int, default=5, metavar="N", help="runs per figure (default 5)")
+    rem.add_argument("--mpi", metavar="FLAVOUR", default="mpich", choices=MPIS, help="MPI flavour (default mpich)")
+    rem.add_argument("--out", metavar="DIR", help="results directory (default results/remote-<UTC time>)")
+    rem.add_argument("--build-dir", metavar="DIR", default=None, help="build tree (default $PARIO_BUILD_DIR or ./build)")
+    rem.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=900.0,
+                     help="kill a pario-bench run after this long (default 900)")
 
     rep = bsub.add_parser("report", help="rebuild DIR/report.html from stored results",
                           description="Rebuild DIR/report.html, its figures (PNG and SVG), DIR/summary.csv "
@@ -395,10 +415,45 @@ def main(argv: Optional[List[str]] = None) -> int:
             return EXIT_INTERNAL
 
 
+def cmd_remote(args) -> int:
+    from .remote import EXPERIMENTS, BenchRunner, RemoteError, run_sweep, summary_text
+    exps = list(EXPERIMENTS) if args.experiments == "all" else [e.strip() for e in args.experiments.split(",") if e.strip()]
+    unknown = [e for e in exps if e not in EXPERIMENTS]
+    if unknown or not exps:
+        return _error(f"unknown experiment {', '.join(unknown) or '(none)'}; choose from {', '.join(EXPERIMENTS)}")
+    if not 1 <= args.repeat <= 100:
+        return _error(f"--repeat {args.repeat}: give 1 to 100 runs")
+    build_dir = args.build_dir or args.global_build_dir or build_dir_default()
+    server = find_server(args.mpi, build_dir)
+    if not server:
+        return _error(f"no pario-server (not at {os.path.join(build_dir, args.mpi, 'server', 'pario-server')}, "
+                      "nor in $PARIO_PREFIX or PATH); run `make build`, or give --build-dir")
+    found = find_bench(args.mpi, build_dir)
+    out = args.out or os.path.join("results", "remote-" + _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    bench = None
+    if found and found.lib:
+        bench = BenchRunner(args.mpi, found.bench, found.lib, Launcher(), os.path.join(out, "remote.log"),
+                            args.timeout, "")
+    print(f"pario bench remote: {', '.join(exps)} ({'quick, ' if args.quick else ''}{args.repeat} runs each, "
+          f"{args.mpi}); results in {out}", flush=True)
+    try:
+        rows, skipped = run_sweep(out, server, bench, exps, args.quick, args.repeat)
+    except RemoteError as e:
+        return _error(str(e))
+    from .remote_report import build_remote_report
+    report = build_remote_report(out)
+    print(summary_text(rows, skipped))
+    print(f"\nreport: {report}")
+    return EXIT_OK if rows else EXIT_NOTHING
+
+
 def _dispatch(args) -> int:
     if args.command == "bench":
         if args.bench_command == "run":
             return cmd_run(args)
+        if args.bench_command == "remote":
+            return cmd_remote(args)
         if args.bench_command == "report":
             return cmd_report(args)
     return EXIT_NOTHING  # pragma: no cover - argparse enforces a subcommand

@@ -147,3 +147,24 @@ def bench_version(bench: str, timeout: float = 15.0, env: Optional[Mapping[str, 
     if p.returncode != 0 or not lines or not lines[0].startswith(BENCH):
         return None
     return lines[0]
+
+
+SERVER = "pario-server"
+
+
+def find_server(mpi: str, build_dir: str, environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """pario-server: BUILD_DIR/<flavour>/server/pario-server, else $PARIO_PREFIX/bin (with or
+    without the flavour suffix), else PATH. The server needs no MPI: any flavour's will do."""
+    environ = os.environ if environ is None else environ
+    cands = [os.path.join(build_dir, mpi, "server", SERVER)]
+    cands += [os.path.join(build_dir, m, "server", SERVER) for m in ("openmpi", "mpich") if m != mpi]
+    prefix = environ.get("PARIO_PREFIX")
+    if prefix:
+        cands += [os.path.join(prefix, "bin", n) for n in (SERVER, f"{SERVER}.{mpi}", f"{SERVER}-{mpi}")]
+    for d in environ.get("PATH", "").split(os.pathsep):
+        if d:
+            cands += [os.path.join(d, n) for n in (SERVER, f"{SERVER}.{mpi}")]
+    for c in cands:
+        if _executable(c):
+            return os.path.abspath(c)
+    return None

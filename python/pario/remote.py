@@ -1,0 +1,585 @@
+"""`pario bench remote`: the remote I/O experiments of seed 004 (RIO) on one machine.
+
+The command starts every server it measures and stops it afterwards: pario-server (and, for
+the forwarder runs, a second pario-server with --forward-to), XRootD (Debian's xrootd, run as
+an unprivileged user, measured with its own tools: xrdcp and its Python client) and iperf3 as
+the plain TCP copy that bounds what any protocol can move over loopback. Every figure is the
+median of --repeat runs, the systems alternating run by run in the same conditions, with its
+minimum and maximum. What it measures, and why, is in docs/remote.md.
+
+Experiments (each skipped, with the reason, when a tool is missing):
+  seq     large sequential write and read at 1 client: pario, XRootD, TCP copy (MB/s)
+  req4k   4 KiB reads one round trip at a time against pipelined: pario, XRootD (requests/s)
+  vec32   32-byte segments read in one request per window: pario (noncontiguous view), XRootD
+          (vector read) (segments/s)
+  btio    BTIO over an emulated WAN link (server --emulate): staging (local write + copy over
+          the link) against remote blocking and nonblocking writes; original (independent)
+          and optimised (collective buffering) variants (the seed's Table 1)
+  scale   transfer rate against clients (1, 2, 4) and servers (1, 2), blocking and
+          nonblocking, with and without a forwarder (the seed's Figures 3 and 4)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from .launch import Launcher
+from .runner import kill_group
+
+EXPERIMENTS = ("seq", "req4k", "vec32", "btio", "scale")
+REMOTE_FILE = "remote.jsonl"
+SUMMARY_FILE = "remote-summary.json"
+
+
+class RemoteError(Exception):
+    """A server could not be started or a tool failed: one line for the user."""
+
+
+# ---- sizes ---------------------------------------------------------------------------------
+
+@dataclass
+class Sizes:
+    seq_bytes: int
+    req_count: int
+    vec_count: int
+    btio_n: int
+    btio_iters: int
+    scale_bytes: int
+
+    @staticmethod
+    def pick(quick: bool) -> "Sizes":
+        # Full sizes: each timed run lasts about a second or more on this 2-core machine, so a
+        # run is not dominated by start-up; quick sizes only check that everything works.
+        if quick:
+            return Sizes(64 << 20, 512, 4096, 16, 10, 16 << 20)
+        return Sizes(1 << 30, 8192, 65536, 32, 20, 256 << 20)
+
+
+# ---- processes -----------------------------------------------------------------------------
+
+@dataclass
+class Service:
+    """A server started by this command, in its own session, stopped with its whole group."""
+
+    name: str
+    proc: subprocess.Popen
+    address: str
+    log: str
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            kill_group(self.proc, grace=3.0)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, proc: subprocess.Popen, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def start_pario_server(exe: str, root: str, secret: str, log: str, extra: Sequence[str] = (),
+                       timeout: float = 15.0) -> Service:
+    """pario-server on 127.0.0.1 with a free port: it prints HOST:PORT once it accepts."""
+    argv = [exe, "--root", root, "--listen", "127.0.0.1:0", "--secret-file", secret, *extra]
+    logf = open(log, "w", encoding="utf-8")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=logf, stdin=subprocess.DEVNULL,
+                            start_new_session=True, text=True)
+    logf.close()
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    line = proc.stdout.readline().strip() if ready else ""
+    if not line or ":" not in line:
+        kill_group(proc)
+        raise RemoteError(f"pario-server did not start ({_tail(log) or 'no output'}; log: {log})")
+    return Service("pario-server", proc, line, log)
+
+
+def start_xrootd(workdir: str, log: str, timeout: float = 20.0) -> Service:
+    """XRootD serving workdir/xrootd-data on a free loopback port, as user nobody when run as root
+    (xrootd refuses to run as root)."""
+    data = os.path.join(workdir, "xrootd-data")
+    admin = os.path.join(workdir, "xrootd-admin")
+    os.makedirs(data, exist_ok=True)
+    os.makedirs(admin, exist_ok=True)
+    port = free_port()
+    cfg = os.path.join(workdir, "xrootd.cfg")
+    with open(cfg, "w", encoding="utf-8") as f:
+        f.write(f"all.export /\noss.localroot {data}\nxrd.port {port}\nxrd.network nodnr\n"
+                f"all.adminpath {admin}\nall.pidpath {workdir}\n")
+    argv = ["xrootd", "-c", cfg, "-l", log, "-n", f"pario{port}"]
+    if os.geteuid() == 0:
+        for p in (workdir, data, admin):
+            shutil.chown(p, "nobody", "nogroup")
+        argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + argv
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, start_new_session=True, cwd=workdir)
+    if not _wait_port(port, proc, timeout):
+        kill_group(proc)
+        raise RemoteError(f"xrootd did not start on port {port} (log: {log})")
+    return Service("xrootd", proc, f"127.0.0.1:{port}", log)
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [ln.strip() for ln in f if ln.strip()]
+        return lines[-1][:200] if lines else ""
+    except OSError:
+        return ""
+
+
+def _run(argv: Sequence[str], timeout: float, env: Optional[Dict[str, str]] = None,
+         log: Optional[str] = None) -> subprocess.CompletedProcess:
+    with open(log or os.devnull, "a", encoding="utf-8") as logf:
+        if log:
+            logf.write("$ " + " ".join(argv) + "\n")
+            logf.flush()
+        proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=logf, env=env,
+                                start_new_session=True, text=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            raise RemoteError(f"{os.path.basename(argv[0])} did not finish within {timeout:.0f} s") from None
+        except BaseException:
+            kill_group(proc)
+            raise
+        if log and out:
+            logf.write(out)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, "")
+
+
+# ---- one measurement per system --------------------------------------------------------------
+
+def iperf3_mbps(nbytes: int, log: str, timeout: float) -> float:
+    """MB/s (10^6 bytes) of one TCP stream over loopback, iperf3's receiver figure."""
+    port = free_port()
+    srv = subprocess.Popen(["iperf3", "-s", "-p", str(port), "-B", "127.0.0.1"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        if not _wait_port(port, srv, 10):
+            raise RemoteError("iperf3 server did not start")
+        res = _run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-n", str(nbytes), "-J"], timeout, log=log)
+    finally:
+        kill_group(srv)
+    try:
+        data = json.loads(res.stdout)
+        return data["end"]["sum_received"]["bits_per_second"] / 8 / 1e6
+    except (ValueError, KeyError, TypeError):
+        raise RemoteError(f"iperf3 gave no result (log: {log})") from None
+
+
+def xrdcp_mbps(src: str, dst: str, nbytes: int, log: str, timeout: float) -> float:
+    t0 = time.monotonic()
+    res = _run(["xrdcp", "-f", "-s", src, dst], timeout, log=log)
+    dt = time.monotonic() - t0
+    if res.returncode != 0:
+        raise RemoteError(f"xrdcp {src} {dst} failed (exit {res.returncode}; log: {log})")
+    return nbytes / dt / 1e6
+
+
+def xrootd_requests(url: str, count: int, block: int, depth: int) -> Tuple[float, float]:
+    """requests/s of `count` reads of `block` bytes through XRootD's Python client: one at a
+    time, then with `depth` asynchronous reads in flight."""
+    import threading
+
+    from XRootD import client
+    from XRootD.client.flags import OpenFlags
+    f = client.File()
+    st, _ = f.open(url, OpenFlags.READ)
+    if not st.ok:
+        raise RemoteError(f"XRootD open {url}: {st.message}")
+    try:
+        t0 = time.monotonic()
+        for i in range(count):
+            st, _ = f.read(i * block, block)
+            if not st.ok:
+                raise RemoteError(f"XRootD read: {st.message}")
+        sync = count / (time.monotonic() - t0)
+        slots = threading.Semaphore(depth)
+        done = threading.Event()
+        left = [count]
+        errors: List[str] = []
+        lock = threading.Lock()
+
+        def finished(status, response, hostlist):
+            if not status.ok:
+                errors.append(status.message)
+            slots.release()
+            with lock:
+                left[0] -= 1
+                if left[0] == 0:
+                    done.set()
+
+        t0 = time.monotonic()
+        for i in range(count):
+            slots.acquire()
+            f.read(i * block, block, callback=finished)
+        if not done.wait(300):
+            raise RemoteError("XRootD asynchronous reads did not complete")
+        pipelined = count / (time.monotonic() - t0)
+        if errors:
+            raise RemoteError(f"XRootD read: {errors[0]}")
+        return sync, pipelined
+    finally:
+        f.close()
+
+
+def xrootd_vector(url: str, segments: int, seglen: int, stride: int, per_call: int = 1024) -> float:
+    """segments/s of XRootD vector reads of `segments` pieces of `seglen` bytes, `stride` apart."""
+    from XRootD import client
+    from XRootD.client.flags import OpenFlags
+    f = client.File()
+    st, _ = f.open(url, OpenFlags.READ)
+    if not st.ok:
+        raise RemoteError(f"XRootD open {url}: {st.message}")
+    try:
+        t0 = time.monotonic()
+        for first in range(0, segments, per_call):
+            chunks = [(i * stride, seglen) for i in range(first, min(segments, first + per_call))]
+            st, _ = f.vector_read(chunks)
+            if not st.ok:
+                raise RemoteError(f"XRootD vector read: {st.message}")
+        return segments / (time.monotonic() - t0)
+    finally:
+        f.close()
+
+
+@dataclass
+class BenchRunner:
+    """pario-bench runs of one MPI flavour, natively or with pario preloaded."""
+
+    mpi: str
+    bench: str
+    lib: str
+    launcher: Launcher
+    log: str
+    timeout: float
+    secret: str
+
+    def run(self, ranks: int, args: Sequence[str], workdir: str, env_extra: Optional[Dict[str, str]] = None) -> List[dict]:
+        out = os.path.join(workdir, f"bench-{time.monotonic_ns()}.jsonl")
+        env = self.launcher.env()
+        env["PARIO_RIO_SECRET_FILE"] = self.secret
+        env.update(env_extra or {})
+        argv = self.launcher.command(self.mpi, ranks, [self.bench, *args, "-o", out], preload=self.lib, environ=env)
+        res = _run(argv, self.timeout, env=env, log=self.log)
+        rows = []
+        if os.path.exists(out):
+            with open(out, encoding="utf-8") as f:
+                rows = [json.loads(ln) for ln in f if ln.strip()]
+            os.remove(out)
+        bad = [r for r in rows if r.get("status") != "ok"]
+        if res.returncode != 0 or not rows or bad:
+            why = bad[0].get("error") if bad else f"exit status {res.returncode}"
+            raise RemoteError(f"pario-bench {args[0]} on {ranks} rank(s) failed: {why} (log: {self.log})")
+        return rows
+
+
+# ---- the sweep ---------------------------------------------------------------------------------
+
+@dataclass
+class Record:
+    experiment: str
+    system: str
+    metric: str
+    value: float
+    unit: str
+    run: int
+    params: Dict[str, object] = field(default_factory=dict)
+
+
+class Sweep:
+    """Runs the experiments, alternating systems run by run; writes every figure to remote.jsonl."""
+
+    def __init__(self, out: str, server_exe: str, bench: Optional[BenchRunner], sizes: Sizes, repeat: int,
+                 progress: Callable[[str], None]):
+        self.out, self.server_exe, self.bench, self.sizes, self.repeat = out, server_exe, bench, sizes, repeat
+        self.say = progress
+        self.records: List[Record] = []
+        self.skipped: Dict[str, str] = {}
+        self.services: List[Service] = []
+        self.work = tempfile.mkdtemp(prefix="pario-remote-", dir=out)
+        self.log = os.path.join(out, "remote.log")
+        self.secret = os.path.join(self.work, "secret")
+        with open(os.open(self.secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+            f.write(os.urandom(24).hex() + "\n")
+        if bench is not None:
+            bench.secret = self.secret  # the clients read it through PARIO_RIO_SECRET_FILE
+        self.help = _run([server_exe, "--help"], 20).stdout if server_exe else ""
+
+    # servers
+    def server(self, name: str, extra: Sequence[str] = ()) -> Service:
+        root = os.path.join(self.work, name)
+        os.makedirs(root, exist_ok=True)
+        s = start_pario_server(self.server_exe, root, self.secret, os.path.join(self.out, f"{name}.log"), extra)
+        self.services.append(s)
+        return s
+
+    def stop_all(self) -> None:
+        for s in self.services:
+            s.stop()
+        self.services.clear()
+
+    def close(self) -> None:
+        self.stop_all()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def add(self, rec: Record) -> None:
+        self.records.append(rec)
+        with open(os.path.join(self.out, REMOTE_FILE), "a", encoding="utf-8") as f:
+            f.write(json.dumps(rec.__dict__) + "\n")
+
+    def settle(self) -> None:
+        os.sync()
+        time.sleep(1.0)
+
+    def skip(self, experiment: str, why: str) -> None:
+        self.skipped[experiment] = why
+        self.say(f"{experiment}: skipped: {why}")
+
+    # experiments
+    def seq(self) -> None:
+        n = self.sizes.seq_bytes
+        srv = self.server("seq")
+        url = f"x-rio://{srv.address}/d"
+        have_xrd = shutil.which("xrootd") and shutil.which("xrdcp")
+        xrd = start_xrootd(os.path.join(self.work, "xrd"), os.path.join(self.out, "xrootd.log")) if have_xrd else None
+        if xrd:
+            self.services.append(xrd)
+        src = os.path.join(self.work, "seq-src")
+        with open(src, "wb") as f:
+            f.truncate(n)
+        for run in range(self.repeat):
+            self.say(f"seq: run {run + 1}/{self.repeat}")
+            if shutil.which("iperf3"):
+                self.settle()
+                self.add(Record("seq", "tcp-copy", "mb_per_s", iperf3_mbps(n, self.log, 300), "MB/s", run))
+            if self.bench:
+                self.settle()
+                rows = self.bench.run(1, ["remote", "--servers", url, "-s", str(n), "-b", "8M", "--mode",
+                                          "nonblocking", "-q", "4", "-r", "1", "--no-verify"], self.work)
+                for r in rows:
+                    self.add(Record("seq", f"pario-{r['test']}", "mb_per_s", r["metrics"]["mb_per_s"], "MB/s", run))
+            if xrd:
+                self.settle()
+                dst = f"root://{xrd.address}//seq.dat"
+                self.add(Record("seq", "xrootd-write", "mb_per_s", xrdcp_mbps(src, dst, n, self.log, 300), "MB/s", run))
+                self.settle()
+                self.add(Record("seq", "xrootd-read", "mb_per_s", xrdcp_mbps(dst, "/dev/null", n, self.log, 300), "MB/s", run))
+        self.stop_all()
+
+    def req4k(self) -> None:
+        count, block, depth = self.sizes.req_count, 4096, 64
+        srv = self.server("req")
+        url = f"x-rio://{srv.address}/d"
+        xrd = None
+        if shutil.which("xrootd") and _has_xrootd_python():
+            xrd = start_xrootd(os.path.join(self.work, "xrd4k"), os.path.join(self.out, "xrootd-req.log"))
+            self.services.append(xrd)
+            src = os.path.join(self.work, "req-src")
+            with open(src, "wb") as f:
+                f.write(os.urandom(count * block))
+            xrdcp_mbps(src, f"root://{xrd.address}//req.dat", count * block, self.log, 120)
+        for run in range(self.repeat):
+            self.say(f"req4k: run {run + 1}/{self.repeat}")
+            if self.bench:
+                rows = self.bench.run(1, ["remote", "--servers", url, "-s", str(count * block), "-b", "4K", "--op", "read",
+                                          "--mode", "blocking,nonblocking", "-q", str(depth), "-r", "1"], self.work)
+                for r in rows:
+                    sysname = "pario-" + ("pipelined" if r["params"]["mode"] == "nonblocking" else "one-at-a-time")
+                    self.add(Record("req4k", sysname, "requests_per_s", r["metrics"]["requests_per_s"], "req/s", run,
+                                    {"depth": r["params"]["depth"]}))
+            if xrd:
+                sync, piped = xrootd_requests(f"root://{xrd.address}//req.dat", count, block, depth)
+                self.add(Record("req4k", "xrootd-one-at-a-time", "requests_per_s", sync, "req/s", run))
+                self.add(Record("req4k", "xrootd-pipelined", "requests_per_s", piped, "req/s", run, {"depth": depth}))
+        self.stop_all()
+
+    def vec32(self) -> None:
+        count, seg, spacing = self.sizes.vec_count, 32, 128
+        srv = self.server("vec")
+        url = f"x-rio://{srv.address}/d"
+        xrd = None
+        if shutil.which("xrootd") and _has_xrootd_python():
+            xrd = start_xrootd(os.path.join(self.work, "xrdvec"), os.path.join(self.out, "xrootd-vec.log"))
+            self.services.append(xrd)
+            src = os.path.join(self.work, "vec-src")
+            with open(src, "wb") as f:
+                f.write(os.urandom(count * (seg + spacing)))
+            xrdcp_mbps(src, f"root://{xrd.address}//vec.dat", count * (seg + spacing), self.log, 120)
+        for run in range(self.repeat):
+            self.say(f"vec32: run {run + 1}/{self.repeat}")
+            if self.bench:
+                rows = self.bench.run(1, ["noncontig", "--dir", url, "--region-size", str(seg), "--region-count",
+                                          str(count), "--region-spacing", str(spacing), "--op", "read", "--access",
+                                          "independent", "--mem", "contig", "--file", "noncontig", "-i", "1"], self.work)
+                for r in rows:
+                    self.add(Record("vec32", "pario", "segments_per_s", r["metrics"]["mb_per_s"] * 1e6 / seg, "seg/s", run))
+            if xrd:
+                rate = xrootd_vector(f"root://{xrd.address}//vec.dat", count, seg, seg + spacing)
+                self.add(Record("vec32", "xrootd-vector-read", "segments_per_s", rate, "seg/s", run))
+        self.stop_all()
+
+    def btio(self) -> None:
+        if "--emulate" not in self.help:
+            return self.skip("btio", "this pario-server has no --emulate")
+        n, iters = self.sizes.btio_n, self.sizes.btio_iters
+        srv = self.server("btio", ["--emulate", "net_latency=100ms,net_bw=20MB/s"])
+        url = f"x-rio://{srv.address}/d"
+        stage = os.path.join(self.work, "stage")
+        os.makedirs(stage, exist_ok=True)
+        # compute per iteration about the time one checkpoint takes over the link, as in the seed
+        field_bytes = n ** 3 * 5 * 8
+        cost = max(0.01, field_bytes / 20e6 / 5)
+        for run in range(self.repeat):
+            self.say(f"btio: run {run + 1}/{self.repeat}")
+            for variant, hint in (("original", "romio_cb_write=disable"), ("optimised", "romio_cb_write=enable")):
+                rows = self.bench.run(4, ["btio", "--dir", url, "--stage-dir", stage, "-n", str(n), "-i", str(iters),
+                                          "-k", "5", "--compute-cost", f"{cost:.4f}", "-H", hint], self.work)
+                for r in rows:
+                    self.add(Record("btio", f"{r['test']}-{variant}", "total_s", r["metrics"]["total_s"], "s", run,
+                                    {"n": n, "iterations": iters, "compute_cost": cost}))
+        self.stop_all()
+
+    def scale(self) -> None:
+        forward = "--forward-to" in self.help
+        emulate = ["--emulate", "net_latency=1ms,net_bw=100MB/s"] if "--emulate" in self.help else []
+        nbytes = self.sizes.scale_bytes
+        for run in range(self.repeat):
+            for servers in (1, 2):
+                for via in (("direct", "forwarder") if forward else ("direct",)):
+                    backs = [self.server(f"scale{run}-{servers}-{via}-{i}", emulate) for i in range(servers)]
+                    fronts = backs if via == "direct" else [
+                        self.server(f"fwd{run}-{servers}-{i}", ["--forward-to", b.address]) for i, b in enumerate(backs)]
+                    urls = ",".join(f"x-rio://{s.address}/d" for s in fronts)
+                    for clients in (1, 2, 4):
+                        self.say(f"scale: run {run + 1}/{self.repeat}, {servers} server(s) {via}, {clients} client(s)")
+                        rows = self.bench.run(clients, ["remote", "--servers", urls, "-s", str(nbytes // clients), "-b",
+                                                        "1M", "-q", "8", "-r", "1", "--no-verify"], self.work)
+                        for r in rows:
+                            self.add(Record("scale", f"pario-{r['params']['mode']}-{r['test']}-{via}", "mb_per_s",
+                                            r["metrics"]["mb_per_s"], "MB/s", run,
+                                            {"clients": clients, "servers": servers}))
+                    self.stop_all()
+
+
+def _has_xrootd_python() -> bool:
+    try:
+        import XRootD.client  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+# ---- summary -------------------------------------------------------------------------------------
+
+def summarize(records: Sequence[Record]) -> List[dict]:
+    """One row per (experiment, system, params): median, min, max and the number of runs."""
+    groups: Dict[Tuple[str, str, str], List[Record]] = {}
+    for r in records:
+        key = (r.experiment, r.system, json.dumps(r.params, sort_keys=True))
+        groups.setdefault(key, []).append(r)
+    rows = []
+    for (exp, system, params), rs in groups.items():
+        vals = [r.value for r in rs]
+        rows.append({"experiment": exp, "system": system, "params": json.loads(params), "metric": rs[0].metric,
+                     "unit": rs[0].unit, "median": statistics.median(vals), "min": min(vals), "max": max(vals),
+                     "runs": len(vals)})
+    return rows
+
+
+def _median_of(rows: Sequence[dict], exp: str, system: str) -> Optional[float]:
+    for r in rows:
+        if r["experiment"] == exp and r["system"] == system and not r["params"].get("clients"):
+            return r["median"]
+    return None
+
+
+def verdicts(rows: Sequence[dict]) -> List[Tuple[str, Optional[float], str]]:
+    """The issue's targets, each as (what, measured ratio, target)."""
+    out: List[Tuple[str, Optional[float], str]] = []
+    tcp = _median_of(rows, "seq", "tcp-copy")
+    for op in ("write", "read"):
+        p = _median_of(rows, "seq", f"pario-{op}")
+        out.append((f"sequential {op} / TCP copy", p / tcp if p and tcp else None, ">= 0.80 (moonshot 0.95)"))
+        x = _median_of(rows, "seq", f"xrootd-{op}")
+        out.append((f"sequential {op}: pario / XRootD", p / x if p and x else None, "> 1"))
+    one, piped = _median_of(rows, "req4k", "pario-one-at-a-time"), _median_of(rows, "req4k", "pario-pipelined")
+    out.append(("4 KiB reads: pipelined / one at a time", piped / one if piped and one else None, ">= 10"))
+    xp = _median_of(rows, "req4k", "xrootd-pipelined")
+    out.append(("4 KiB pipelined: pario / XRootD", piped / xp if piped and xp else None, "> 1"))
+    pv, xv = _median_of(rows, "vec32", "pario"), _median_of(rows, "vec32", "xrootd-vector-read")
+    out.append(("32 B segments/s: pario / XRootD vector read", pv / xv if pv and xv else None, "> 1"))
+    for variant in ("original", "optimised"):
+        st, nb = _median_of(rows, "btio", f"stage-{variant}"), _median_of(rows, "btio", f"nonblocking-{variant}")
+        out.append((f"BTIO {variant}: time saved by remote nonblocking vs staging",
+                    1 - nb / st if st and nb else None, ">= 0.20 (aim 0.40)"))
+    return out
+
+
+def summary_text(rows: Sequence[dict], skipped: Dict[str, str]) -> str:
+    lines = [f"{'experiment':<8} {'system':<34} {'params':<24} {'median':>12} {'min':>12} {'max':>12}  unit  runs"]
+    for r in sorted(rows, key=lambda r: (EXPERIMENTS.index(r["experiment"]), r["system"], json.dumps(r["params"], sort_keys=True))):
+        params = ",".join(f"{k}={v}" for k, v in sorted(r["params"].items()) if k in ("clients", "servers", "depth"))
+        lines.append(f"{r['experiment']:<8} {r['system']:<34} {params:<24} {r['median']:>12.1f} {r['min']:>12.1f} "
+                     f"{r['max']:>12.1f}  {r['unit']:<5} {r['runs']}")
+    lines.append("")
+    for what, ratio, target in verdicts(rows):
+        lines.append(f"  {what:<58} {('%.2f' % ratio) if ratio is not None else 'n/a':>8}   target {target}")
+    for exp, why in skipped.items():
+        lines.append(f"  {exp}: skipped: {why}")
+    return "\n".join(lines)
+
+
+def run_sweep(out: str, server_exe: str, bench: Optional[BenchRunner], experiments: Sequence[str], quick: bool,
+              repeat: int, progress: Callable[[str], None] = lambda s: print(s, flush=True)) -> Tuple[List[dict], Dict[str, str]]:
+    os.makedirs(out, exist_ok=True)
+    target = os.path.join(out, REMOTE_FILE)
+    if os.path.exists(target):
+        os.remove(target)
+    sweep = Sweep(out, server_exe, bench, Sizes.pick(quick), repeat, progress)
+    try:
+        for exp in experiments:
+            if bench is None and exp in ("btio", "scale", "vec32"):
+                sweep.skip(exp, "no pario-bench/libpario.so found")
+                continue
+            try:
+                getattr(sweep, exp)()
+            except RemoteError as e:
+                sweep.stop_all()
+                sweep.skip(exp, str(e))
+    finally:
+        sweep.close()
+    rows = summarize(sweep.records)
+    with open(os.path.join(out, SUMMARY_FILE), "w", encoding="utf-8") as f:
+        json.dump({"rows": rows, "skipped": sweep.skipped,
+                   "verdicts": [{"what": w, "ratio": r, "target": t} for w, r, t in verdicts(rows)]}, f, indent=1)
+    return rows, sweep.skipped
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("run it as `pario bench remote`")

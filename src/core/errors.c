@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RING 16
 #define MAXCLASSES 64
@@ -139,12 +140,24 @@ int pario_log_level(void) {
   return level;
 }
 
+/* One line, one write(2): stderr is unbuffered, so fputs + vfprintf + fputc were three writes,
+ * and the ranks (and threads) sharing one stderr put their pieces between them ("pario:
+ * pario: MPI_File_set_view: ..."). A pipe or an O_APPEND file keeps one write of up to
+ * PIPE_BUF (at least 4096) bytes whole. */
 void pario_log(int level, const char *fmt, ...) {
   if (pario_log_level() < level) return;
+  char line[2048];
+  int n = snprintf(line, sizeof line, "pario: ");
   va_list ap;
   va_start(ap, fmt);
-  fputs("pario: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  int m = vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
   va_end(ap);
+  n = m < 0 ? n : PARIO_MIN(n + m, (int)sizeof line - 2); /* cut long messages */
+  line[n++] = '\n';
+  for (int done = 0; done < n;) {
+    ssize_t w = write(STDERR_FILENO, line + done, (size_t)(n - done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += (int)w;
+  }
 }

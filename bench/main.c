@@ -1,5 +1,5 @@
 /* pario-bench: the parallel I/O experiments of pario's seed papers as one MPI program with
- * subcommands (overlap, cfs, noncontig, sharedfp, btio). Uses only the standard MPI-IO API, so
+ * subcommands (overlap, cfs, noncontig, sharedfp, btio, datarep). Uses only the standard MPI-IO API, so
  * the same binary measures the native MPI-IO and pario (LD_PRELOAD=libpario.so). */
 #include "bench.h"
 
@@ -21,6 +21,7 @@ static const suite_entry suites[] = {
     {"noncontig", "HPIO noncontiguous patterns, independent vs collective (PIOviz)", noncontig_main, noncontig_usage},
     {"sharedfp", "shared file pointer writes with a record checker (Vanegas 2013)", sharedfp_main, sharedfp_usage},
     {"btio", "BTIO-style 3-D field checkpoints: blocking, nonblocking, stage (RIO)", btio_main, btio_usage},
+    {"datarep", "doubles through native and external32 views: the cost of conversion (RIO)", datarep_main, datarep_usage},
 };
 #define NSUITES (int)(sizeof suites / sizeof suites[0])
 

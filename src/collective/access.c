@@ -105,9 +105,10 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
   if (s->view->rep && s->view->rep->kind != PARIO_REP_EXT32) {
     /* A user-defined representation's functions convert whole items from the start of the
      * buffer; the exchange cuts the data stream anywhere. Every rank's view has the same
-     * representation, so every rank takes this branch. */
+     * representation, so every rank takes this branch. Without the allgather no rank knows
+     * whether another sieves, so every write holds byte-range locks. */
     c->why = COLL_WHY_USER_DATAREP;
-    return independently(f, s, op, rw, pos, buf, count, type, tm, bytes, 0);
+    return independently(f, s, op, rw, pos, buf, count, type, tm, bytes, 1);
   }
   MPI_Offset n = readable(f, s->view, rw, pos, want);
   struct coll_info mine = describe(f, s->view, rw, pos, n);

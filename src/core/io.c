@@ -391,7 +391,8 @@ int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, 
   if (pario_typemap_get(type, &tm) != MPI_SUCCESS)
     return pario_err(MPI_ERR_TYPE, op, f->filename, 0, "invalid datatype");
   MPI_Offset n = (MPI_Offset)count * tm->size, done = 0, first = 0, last = 0;
-  if (v->rep) { /* the one branch the native path pays */
+  const int convert = v->rep && !(lock_writes & PARIO_ACCESS_RAW); /* the branch native pays */
+  if (convert) {
     int rc = pario_rep_data_size(v, type, tm, count, &n, op, f->filename);
     if (rc != MPI_SUCCESS) return rc;
   }
@@ -402,7 +403,7 @@ int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, 
     if (e) return pario_err(MPI_ERR_IO, op, f->filename, e, "byte-range lock for atomic mode failed");
   }
   int rc;
-  if (v->rep && !(lock_writes & PARIO_ACCESS_RAW)) {
+  if (convert) {
     rc = converted(f, v, atomic, op, rw, pos, buf, type, tm, n, &done, lock_writes & 1);
   } else {
     pario_mcursor mc;

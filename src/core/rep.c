@@ -184,7 +184,6 @@ static int user_fn(const pario_rep *r, int wr) {
 
 int pario_conv_init(pario_conv *c, const pario_rep *rep, void *buf, MPI_Datatype type, const pario_typemap *tm,
                     MPI_Offset pos, const char *op, const char *file) {
-  memset(c, 0, sizeof *c);
   *c = (pario_conv){.rep = rep, .buf = buf, .type = type, .tm = tm, .op = op, .file = file, .pos = pos};
   int rc = pario_rep_map(rep, type, tm, &c->m, op, file);
   if (rc != MPI_SUCCESS) return rc;

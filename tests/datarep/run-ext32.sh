@@ -2,6 +2,8 @@
 # Runs datarep_ext32 (ext32.c) in one of three ways; exits non-zero on any difference.
 #   run-ext32.sh FLAVOUR NP EXE LIBPARIO DIR self
 #       pario writes, pario reads back, and the bytes are checked against the standard's
+#   run-ext32.sh FLAVOUR NP EXE LIBPARIO DIR writecheck
+#       pario writes and the bytes are checked (no read back)
 #   run-ext32.sh FLAVOUR NP EXE LIBPARIO DIR native
 #       the native MPI-IO writes and pario writes the same calls: byte-identical files; pario
 #       reads the native files back
@@ -18,6 +20,9 @@ case "$mode" in
     "$run" "$flavour" "$np" --pario "$lib" "$exe" write "$dir"
     "$exe" check "$dir" "$np"
     "$run" "$flavour" "$np" --pario "$lib" "$exe" read "$dir" ;;
+  writecheck) # pario writes and the bytes are checked (a write-only shared-pointer component)
+    "$run" "$flavour" "$np" --pario "$lib" "$exe" write "$dir"
+    "$exe" check "$dir" "$np" ;;
   native)
     mkdir -p "$dir/native" "$dir/pario"
     # The native run's own checks (counts in statuses, file pointers) are reported, not

@@ -443,6 +443,23 @@ static void queries(void) {
     CHECK(err_class(rc) == MPI_ERR_UNSUPPORTED_DATAREP, "write of MPI_2COMPLEX: %s", err_text(rc));
     CHECK(strstr(err_text(rc), "2COMPLEX") != NULL, "the message does not name the type: %s", err_text(rc));
   }
+  /* A read that reaches end of file: the status counts the whole items that arrived, and
+   * an item cut by the end stays as it was in memory. */
+  if (me == 0) {
+    long w[10], r[15];
+    unsigned char two[2] = {0x7f, 0x7f};
+    MPI_Status st;
+    for (int i = 0; i < 10; i++) w[i] = -1000 * i - 1, r[i] = 0;
+    for (int i = 10; i < 15; i++) r[i] = 77;
+    OK(MPI_File_write_at(fh, 0, w, 10, MPI_LONG, &st));
+    OK(MPI_File_write_at(fh, 40, two, 2, MPI_BYTE, &st)); /* half of an 11th MPI_LONG */
+    OK(MPI_File_read_at(fh, 0, r, 15, MPI_LONG, &st));
+    int got = -1;
+    MPI_Get_count(&st, MPI_LONG, &got);
+    CHECK(got == 10, "read past end of file: count %d, want 10", got);
+    CHECK(!memcmp(r, w, sizeof w) && r[10] == 77 && r[14] == 77, "read past end of file: values");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
   int rc = MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "no-such-representation", MPI_INFO_NULL);
   CHECK(err_class(rc) == MPI_ERR_UNSUPPORTED_DATAREP, "unknown datarep: %s", err_text(rc));
   OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "internal", MPI_INFO_NULL));

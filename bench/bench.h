@@ -195,12 +195,13 @@ double trimmed_mean(const double *v, int n);
 /* ---- suites ------------------------------------------------------------------------------ */
 
 extern const char overlap_usage[], cfs_usage[], noncontig_usage[], sharedfp_usage[], btio_usage[],
-    remote_usage[];
+    remote_usage[], datarep_usage[];
 int overlap_main(int argc, char **argv);
 int cfs_main(int argc, char **argv);
 int noncontig_main(int argc, char **argv);
 int sharedfp_main(int argc, char **argv);
 int btio_main(int argc, char **argv);
 int remote_main(int argc, char **argv);
+int datarep_main(int argc, char **argv);
 
 #endif

@@ -33,6 +33,7 @@ PARAMS = {
     "sharedfp": "mode data_size loops variability sizing hints",
     "btio": "n iterations write_every mode compute_cost hints",
     "remote": "test mode block_size size_per_rank depth servers repeat hints",
+    "datarep": "datarep access size hints",
 }
 METRICS = {
     "overlap": "reduce_p_time reduce_s_time ratio reduce_ps_time p_avg_calc p_avg_io s_avg_calc "
@@ -40,6 +41,7 @@ METRICS = {
     "cfs": "seconds mb_per_s", "noncontig": "seconds mb_per_s",
     "sharedfp": "seconds mb_per_s records_per_s records", "btio": "compute_s io_s total_s mb_per_s",
     "remote": "seconds mb_per_s mb_per_s_min mb_per_s_max requests_per_s",
+    "datarep": "seconds mb_per_s",
 }
 TYPES = {"suite": str, "test": str, "impl": str, "impl_version": str, "mpi": str, "mpi_version": str,
          "ranks": int, "params": dict, "metrics": dict, "status": str, "time": str}

@@ -6,6 +6,7 @@
 # ratio, the time of I/O + compute over I/O then compute; lower is better), or of the metric
 # named by BENCH_AB_METRIC.
 # usage: bench-ab.sh MPI NP ROUNDS LIBPARIO_A LIBPARIO_B OUTDIR -- PARIO-BENCH [SUITE ARGS...]
+# (LIBPARIO_A "native": side A is the MPI's own MPI-IO, nothing preloaded)
 # example:
 #   scripts/bench-ab.sh mpich 4 5 /tmp/before/libpario.so build/mpich/src/libpario.so /tmp/ab \
 #     -- build/mpich/bench/pario-bench noncontig --region-count 32768 --dir /tmp
@@ -25,7 +26,8 @@ for r in $(seq 1 "$rounds"); do
     lib=$liba; [ $side = B ] && lib=$libb
     echo "bench-ab: round $r/$rounds, $side" >&2
     settle
-    "$here/mpirun.sh" "$mpi" "$np" --pario "$lib" "$@" -o "$out/$side.jsonl" >/dev/null
+    if [ "$lib" = native ]; then "$here/mpirun.sh" "$mpi" "$np" "$@" -o "$out/$side.jsonl" >/dev/null
+    else "$here/mpirun.sh" "$mpi" "$np" --pario "$lib" "$@" -o "$out/$side.jsonl" >/dev/null; fi
   done
 done
 python3 - "$out/A.jsonl" "$out/B.jsonl" <<'EOF'

@@ -3,6 +3,7 @@
  * the transfer to the async engine. Collective forms run the two-phase exchange on the
  * engine's thread, in the order they were started (the same on every rank). */
 #include "async/engine.h"
+#include "core/rep.h"
 
 /* Checks the arguments under the view the operation starts with (*s, taken here; the caller
  * drops it) and reserves its part of the file: *pos is where it starts. */
@@ -10,7 +11,9 @@ static int nb_prepare(MPI_File fh, const char *op, int rw, int explicit_off, MPI
                       const void *buf, MPI_Count count, MPI_Datatype type, pario_file *f,
                       pario_snap *s, MPI_Offset *pos) {
   const pario_typemap *tm;
+  MPI_Offset n = 0;
   int rc = pario_access_args(f, s->view, op, rw, explicit_off, offset, buf, count, type, &tm);
+  if (rc == MPI_SUCCESS) rc = pario_rep_data_size(s->view, type, tm, count, &n, op, f->filename);
   if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
   const MPI_Offset es = s->view->esize;
   if (explicit_off) {
@@ -18,7 +21,7 @@ static int nb_prepare(MPI_File fh, const char *op, int rw, int explicit_off, MPI
   } else {
     pthread_mutex_lock(&f->lock);
     *pos = f->fp_ind * es;
-    f->fp_ind += (MPI_Offset)count * tm->size / es;
+    f->fp_ind += n / es;
     pthread_mutex_unlock(&f->lock);
   }
   return MPI_SUCCESS;

@@ -3,6 +3,7 @@
  * layer, which aggregates or lets each rank access independently. */
 #include "collective/collective.h"
 #include "core/file.h"
+#include "core/rep.h"
 
 /* coll: a collective call, which every rank must join even with bad arguments (it then
  * takes part with nothing to access) so that nobody waits for it. */
@@ -46,8 +47,8 @@ static int rw_common(MPI_File fh, const char *op, int rw, int coll, int explicit
   } else if (explicit_off) {
     rc = pario_access(f, &s, op, rw, pos, buf, count, type, &bytes);
   }
+  pario_status_set(status, pario_rep_native_bytes(s.view, type, count, bytes));
   pario_snap_drop(&s);
-  pario_status_set(status, bytes);
   return pario_file_error(fh, rc);
 }
 

@@ -4,6 +4,7 @@
  * collective. A collective call with bad arguments on one rank still takes part, with
  * nothing to access, so the other ranks never wait for it. */
 #include "async/engine.h"
+#include "core/rep.h"
 #include "sharedfp/sharedfp.h"
 
 #include <stdlib.h>
@@ -14,7 +15,9 @@ static int shared_args(pario_file *f, const pario_snap *s, const char *op, int r
   const pario_typemap *tm;
   int rc = pario_access_check(f, s->view, op, rw, buf, count, type, &tm);
   if (rc == MPI_SUCCESS) rc = pario_sharedfp_check(f, op, rw);
-  *n = rc == MPI_SUCCESS ? (MPI_Offset)count * tm->size / s->view->esize : 0;
+  MPI_Offset bytes = 0;
+  if (rc == MPI_SUCCESS) rc = pario_rep_data_size(s->view, type, tm, count, &bytes, op, f->filename);
+  *n = rc == MPI_SUCCESS ? bytes / s->view->esize : 0;
   return rc;
 }
 
@@ -62,7 +65,7 @@ static int shared_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count c
   rc = shared_args(f, &s, op, rw, buf, count, type, &n);
   if (rc == MPI_SUCCESS && pario_sharedfp_defers(f)) { /* kept until the next merge: complete at once */
     rc = pario_sharedfp_write(f, op, buf, count, type, n);
-    bytes = rc == MPI_SUCCESS ? (MPI_Count)(n * es) : 0;
+    bytes = rc == MPI_SUCCESS ? pario_rep_native_bytes(s.view, type, count, (MPI_Count)(n * es)) : 0;
     if (rc == MPI_SUCCESS && req) rc = done_request(f, op, bytes, req);
   } else if (rc == MPI_SUCCESS) {
     rc = pario_sharedfp_fetch_add(f, op, n, &pos);
@@ -70,6 +73,7 @@ static int shared_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count c
       rc = pario_engine_submit(f, &s, op, rw, pos * es, buf, count, type, req, NULL);
     else if (rc == MPI_SUCCESS)
       rc = pario_access(f, &s, op, rw, pos * es, buf, count, type, &bytes);
+    bytes = pario_rep_native_bytes(s.view, type, count, bytes);
   }
   pario_snap_drop(&s);
   pario_status_set(status, bytes);
@@ -92,8 +96,8 @@ static int ordered_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count 
   rc = pario_sharedfp_ordered(f, op, n, &pos);
   if (bad != MPI_SUCCESS) rc = bad;
   else if (rc == MPI_SUCCESS) rc = pario_access(f, &s, op, rw, pos * s.view->esize, buf, count, type, &bytes);
+  pario_status_set(status, pario_rep_native_bytes(s.view, type, count, bytes));
   pario_snap_drop(&s);
-  pario_status_set(status, bytes);
   return pario_file_error(fh, rc);
 }
 

@@ -1,6 +1,7 @@
 /* View and file pointer entry points: set_view/get_view, seek, get_position,
  * get_byte_offset and get_type_extent. */
 #include "core/file.h"
+#include "core/rep.h"
 
 #include <string.h>
 
@@ -96,17 +97,27 @@ PARIO_EXPORT int PMPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_O
 }
 PARIO_WEAK_ALIAS(MPI_File_get_byte_offset)
 
-/* Extent in the file: with the native and internal representations, the memory extent. */
+/* Extent in the file: the memory extent under native and internal; under external32 or a
+ * user-defined representation the extent of the type's file layout (for a user
+ * representation its extent callback sizes the basic types). */
 static int type_extent(MPI_File fh, MPI_Datatype type, MPI_Count *extent) {
   static const char op[] = "MPI_File_get_type_extent";
   pario_file *f;
+  const pario_typemap *tm;
+  const pario_ext32_map *m;
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
   MPI_Count lb;
   if (!extent) return pario_file_error(fh, pario_err(MPI_ERR_ARG, op, f->filename, 0, "null pointer"));
-  if (type == MPI_DATATYPE_NULL || PMPI_Type_get_extent_x(type, &lb, extent) != MPI_SUCCESS)
+  if (type == MPI_DATATYPE_NULL || PMPI_Type_get_extent_x(type, &lb, extent) != MPI_SUCCESS ||
+      pario_typemap_get(type, &tm) != MPI_SUCCESS)
     return pario_file_error(fh, pario_err(MPI_ERR_TYPE, op, f->filename, 0, "invalid datatype"));
-  return MPI_SUCCESS;
+  pario_snap s;
+  pario_snap_take(f, &s);
+  if (s.view->rep && (rc = pario_rep_map(s.view->rep, type, tm, &m, op, f->filename)) == MPI_SUCCESS)
+    *extent = m->eextent;
+  pario_snap_drop(&s);
+  return pario_file_error(fh, rc);
 }
 
 PARIO_EXPORT int PMPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent) {

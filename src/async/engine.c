@@ -5,6 +5,7 @@
  * jobs run at once, and the pool grows to the largest bound any file asked for. */
 #include "async/engine.h"
 #include "collective/collective.h"
+#include "core/rep.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -114,6 +115,7 @@ static void run(job *j) {
   } else {
     code = pario_access(j->f, &j->snap, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
   }
+  bytes = pario_rep_native_bytes(j->snap.view, j->type, j->count, bytes); /* what the status reports */
   if (j->owned_type) { /* not in free_fn: MPI may not be called from a grequest callback */
     PMPI_Type_free(&j->type);
     j->owned_type = 0;

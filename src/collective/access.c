@@ -4,6 +4,7 @@
  * plan, buffers, one agreement that every rank is ready, the rounds, and for writes a closing
  * agreement. Any failure before the rounds is every rank's error; ranks never abort. */
 #include "collective/internal.h"
+#include "core/rep.h"
 
 #include <fcntl.h>
 
@@ -90,12 +91,26 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
   pario_file *f = c->f;
   const pario_typemap *tm;
   *bytes = 0;
-  if (pario_typemap_get(type, &tm) != MPI_SUCCESS) count = 0, tm = NULL;
+  MPI_Offset want = 0; /* bytes of the view's data stream, in the file's representation */
+  const pario_ext32_map *xm = NULL;
+  if (pario_typemap_get(type, &tm) != MPI_SUCCESS ||
+      pario_rep_data_size(s->view, type, tm, count, &want, op, f->filename) != MPI_SUCCESS)
+    count = 0, tm = NULL, want = 0;
+  if (tm && s->view->rep && pario_rep_map(s->view->rep, type, tm, &xm, op, f->filename) != MPI_SUCCESS)
+    count = 0, tm = NULL, want = 0; /* the checks at the call refused it already */
   if (coll_reads_alone(rw == PARIO_WRITE, f->hints.romio_cb_read, f->nodes, f->hints.cb_nodes_given)) {
     c->why = COLL_WHY_ONE_NODE_READ;
     return independently(f, s, op, rw, pos, buf, count, type, tm, bytes, 0);
   }
-  MPI_Offset n = readable(f, s->view, rw, pos, tm ? (MPI_Offset)count * tm->size : 0);
+  if (s->view->rep && s->view->rep->kind != PARIO_REP_EXT32) {
+    /* A user-defined representation's functions convert whole items from the start of the
+     * buffer; the exchange cuts the data stream anywhere. Every rank's view has the same
+     * representation, so every rank takes this branch. Without the allgather no rank knows
+     * whether another sieves, so every write holds byte-range locks. */
+    c->why = COLL_WHY_USER_DATAREP;
+    return independently(f, s, op, rw, pos, buf, count, type, tm, bytes, 1);
+  }
+  MPI_Offset n = readable(f, s->view, rw, pos, want);
   struct coll_info mine = describe(f, s->view, rw, pos, n);
   MPI_Request rq;
   MPI_Status st;
@@ -110,7 +125,8 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
     return independently(f, s, op, rw, pos, buf, count, type, tm, bytes, sieving);
   }
   coll_call x = {.op = op, .rw = rw, .view = s->view, .pos = pos, .n = n, .buf = buf, .tm = tm,
-                 .count = count, .contig = n > 0 ? pario_mcursor_contig(buf, tm, count) : NULL};
+                 .type = type, .count = count,
+                 .contig = n > 0 && !xm ? pario_mcursor_contig(buf, tm, count) : NULL};
   int rc = two_phase(c, &x);
   if (rc == MPI_SUCCESS) *bytes = n;
   return rc;

@@ -21,6 +21,7 @@ static const char *const why_names[COLL_WHY_COUNT] = {
     [COLL_WHY_ONE_RANK] = "independent: one rank accesses",
     [COLL_WHY_DISJOINT] = "independent: disjoint byte ranges",
     [COLL_WHY_LARGE_PIECES] = "independent: large pieces",
+    [COLL_WHY_USER_DATAREP] = "independent: user-defined data representation",
 };
 
 const char *coll_why_name(coll_why w) { return w >= 0 && w < COLL_WHY_COUNT ? why_names[w] : "?"; }

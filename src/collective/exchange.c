@@ -9,6 +9,7 @@
  * the aggregators whose windows it touches, and ranks with nothing to do skip the rounds (an
  * MPI_Alltoallv would need every rank in every round). */
 #include "collective/internal.h"
+#include "core/rep.h"
 
 #include <errno.h>
 #include <string.h>
@@ -84,6 +85,21 @@ typedef struct round {
   int nrecv;   /* the first nrecv are this rank's receives of read data */
 } round;
 
+/* This rank's data [q->s, q->e) into the piece's buffer: under external32 converted, so the
+ * aggregators receive, and write, file-representation bytes. The conversion map was built
+ * when the call started, so nothing here can fail. */
+static void pack_piece(const pario_coll_ctx *c, const coll_call *x, coll_piece *q, int len) {
+  if (x->view->rep) {
+    pario_conv cv;
+    if (pario_conv_init(&cv, x->view->rep, x->buf, x->type, x->tm, q->s - x->pos, x->op, c->f->filename) == MPI_SUCCESS)
+      pario_conv_pack(&cv, q->ptr, len);
+    return;
+  }
+  pario_mcursor mc;
+  pario_mcursor_init_at(&mc, x->buf, x->tm, q->s - x->pos);
+  pario_mcursor_pack(&mc, q->ptr, len);
+}
+
 /* This rank's side of round k: a piece for every aggregator whose window it touches, sent
  * (write) or received (read) in place when the memory is contiguous, else through c->pack. */
 static void own_pieces(pario_coll_ctx *c, const coll_call *x, MPI_Offset k, round *rd) {
@@ -97,11 +113,7 @@ static void own_pieces(pario_coll_ctx *c, const coll_call *x, MPI_Offset k, roun
     int len = (int)(e - s);
     if (!x->contig) {
       at += (size_t)len;
-      if (x->rw == PARIO_WRITE) {
-        pario_mcursor mc;
-        pario_mcursor_init_at(&mc, x->buf, x->tm, s - x->pos);
-        pario_mcursor_pack(&mc, q->ptr, len);
-      }
+      if (x->rw == PARIO_WRITE) pack_piece(c, x, q, len);
     }
     if (q->peer == c->rank) {
       rd->self = q->ptr;
@@ -319,6 +331,14 @@ static int finish_round(pario_coll_ctx *c, const coll_call *x, const round *rd) 
   }
   for (int i = 0; x->rw == PARIO_READ && !x->contig && i < rd->npc; i++) {
     const coll_piece *q = &c->mine_pc[i];
+    if (x->view->rep) { /* external32: the piece's bytes convert into memory */
+      pario_conv cv;
+      int e = pario_conv_init(&cv, x->view->rep, x->buf, x->type, x->tm, q->s - x->pos, x->op, c->f->filename);
+      if (e == MPI_SUCCESS) e = pario_conv_unpack(&cv, q->ptr, q->e - q->s);
+      if (e == MPI_SUCCESS) e = pario_ext32_flush(&cv.cur); /* an item cut here: the next piece completes it */
+      if (rc == MPI_SUCCESS) rc = e;
+      continue;
+    }
     pario_mcursor mc;
     pario_mcursor_init_at(&mc, x->buf, x->tm, q->s - x->pos);
     pario_mcursor_unpack(&mc, q->ptr, q->e - q->s);

@@ -76,6 +76,7 @@ typedef struct coll_call {
   MPI_Offset pos, n;      /* this rank's access: data positions [pos, pos + n) */
   void *buf;
   const pario_typemap *tm;
+  MPI_Datatype type;      /* under external32 the pieces are converted (core/rep.h) */
   MPI_Count count;
   char *contig;           /* its data when it is one piece of memory (at data position pos) */
   coll_plan plan;

@@ -34,6 +34,7 @@ typedef enum coll_why {
   COLL_WHY_ONE_RANK,       /* alone: automatic, one rank accesses */
   COLL_WHY_DISJOINT,       /* alone: automatic, no two ranks' byte ranges interleave */
   COLL_WHY_LARGE_PIECES,   /* alone: automatic, every rank's pieces are 1 MiB or more */
+  COLL_WHY_USER_DATAREP,   /* alone: a user-defined data representation converts whole items */
   COLL_WHY_COUNT
 } coll_why;
 

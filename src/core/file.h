@@ -108,9 +108,14 @@ void pario_hints_settle(pario_file *f);
 enum { PARIO_READ = 0, PARIO_WRITE = 1 };
 int pario_access(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
                  MPI_Count count, MPI_Datatype type, MPI_Count *bytes);
-/* The same; lock_writes: every write segment holds a byte-range write lock, for a write that
- * runs beside other processes' data-sieving writes (a collective write done independently
- * where some rank sieves). */
+/* *bytes receives the bytes of the view's data stream moved: in the file's representation
+ * (pario_rep_native_bytes turns them into what a status reports). Under a representation
+ * other than native, memory is converted on the way.
+ * The _ex form's flags: 1 (lock_writes): every write segment holds a byte-range write lock, for
+ * a write that runs beside other processes' data-sieving writes (a collective write done
+ * independently where some rank sieves); PARIO_ACCESS_RAW: buf holds (MPI_BYTE) data already
+ * in the file's representation, moved without conversion. */
+#define PARIO_ACCESS_RAW 2
 int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
                     MPI_Count count, MPI_Datatype type, MPI_Count *bytes, int lock_writes);
 /* 1 when a write of n bytes through view v would use data sieving. */

@@ -2,6 +2,7 @@
  * the memory pieces of (buf, count, datatype) and hands iovecs to the driver, with no copy
  * of the user's data. Atomic mode brackets the access with a byte-range lock. */
 #include "core/file.h"
+#include "core/rep.h"
 
 #include <stdint.h>
 #include <fcntl.h>
@@ -26,11 +27,14 @@ int pario_access_check(pario_file *f, const pario_view *v, const char *op, int r
     return pario_err(MPI_ERR_COUNT, op, fn, 0, "count %lld overflows", (long long)count);
   if (count > 0 && t->size > 0 && buf == NULL && t->runs[0].off < 4096)
     return pario_err(MPI_ERR_BUFFER, op, fn, 0, "null buffer with count %lld", (long long)count);
-  if (count * t->size > 0 && v->ftm->size == 0)
+  MPI_Offset n; /* in the view's representation */
+  int rc = pario_rep_data_size(v, type, t, count, &n, op, fn);
+  if (rc != MPI_SUCCESS) return rc;
+  if (n > 0 && v->ftm->size == 0)
     return pario_err(MPI_ERR_ARG, op, fn, 0, "the view has no data (its filetype has size 0): only count 0 can be accessed");
-  if ((count * t->size) % v->esize)
-    return pario_err(MPI_ERR_TYPE, op, fn, 0, "data size %lld is not a multiple of the etype size %lld",
-                     (long long)(count * t->size), (long long)v->esize);
+  if (n % v->esize)
+    return pario_err(MPI_ERR_TYPE, op, fn, 0, "data size %lld is not a multiple of the etype size %lld%s",
+                     (long long)n, (long long)v->esize, v->rep ? " (in the file's representation)" : "");
   return MPI_SUCCESS;
 }
 
@@ -313,6 +317,71 @@ int pario_access(pario_file *f, const pario_snap *s, const char *op, int rw, MPI
   return pario_access_ex(f, s, op, rw, pos, buf, count, type, bytes, 0);
 }
 
+/* The transfer of n bytes of the view's data stream from pos, between the file and the memory
+ * cursor, by whichever path fits; locked: atomic mode's byte-range lock is held already. */
+static int transfer(pario_file *f, const pario_view *v, int locked, const char *op, int rw, MPI_Offset pos,
+                    pario_mcursor *mc, MPI_Offset n, MPI_Offset *done, int lock_writes) {
+  MPI_Offset first = 0, last = 0;
+  if (!v->contiguous) pario_view_extent_of(v, pos, n, &first, &last); /* where sieving windows stop */
+  pario_fcursor fc;
+  pario_fcursor_init(&fc, v, pos);
+  int rc;
+  if (rw == PARIO_READ && !sieving_read(f, v, n)) {
+    rc = walk(f, op, rw, &fc, mc, n, done, 0);
+  } else if (rw == PARIO_READ && !f->hints.direct_io && pitch(fc, n) >= SCATTER_PITCH) {
+    rc = sieve_read_scatter(f, op, &fc, mc, n, done, last);
+  } else if (rw == PARIO_READ) {
+    rc = sieve_read(f, op, &fc, mc, n, done, last);
+  } else {
+    int sieve = pario_sieves_write(f, v, n);
+    if (sieve) pthread_rwlock_wrlock(&f->rmw_lock);
+    else pthread_rwlock_rdlock(&f->rmw_lock);
+    rc = sieve ? sieve_write(f, locked, op, &fc, mc, n, done, last)
+               : walk(f, op, rw, &fc, mc, n, done, !locked && lock_writes && f->locks_work >= 0);
+    pthread_rwlock_unlock(&f->rmw_lock);
+  }
+  return rc;
+}
+
+/* Chunks of converted data, in file-representation bytes: large enough that a chunk's
+ * system calls cost little beside its conversion, small enough to stay in the CPU cache. */
+#define STAGE (512 << 10)
+
+/* An access under a view whose representation is not native: memory is converted chunk by
+ * chunk into (writes) or out of (reads) a bounded staging buffer of file-representation
+ * bytes, and each chunk goes through the same file-side paths as native data. */
+static int converted(pario_file *f, const pario_view *v, int locked, const char *op, int rw, MPI_Offset pos,
+                     void *buf, MPI_Datatype type, const pario_typemap *tm, MPI_Offset n, MPI_Offset *done,
+                     int lock_writes) {
+  pario_conv cv;
+  const pario_typemap *bytes_tm;
+  int rc = pario_conv_init(&cv, v->rep, buf, type, tm, 0, op, f->filename);
+  if (rc != MPI_SUCCESS) return rc;
+  pario_typemap_get(MPI_BYTE, &bytes_tm);
+  MPI_Offset cap = PARIO_MAX(PARIO_MIN(n, STAGE), cv.maxitem);
+  char *stage = malloc((size_t)cap);
+  if (!stage) return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory for a conversion buffer");
+  while (rc == MPI_SUCCESS && *done < n) {
+    MPI_Offset len = pario_conv_chunk(&cv, PARIO_MIN(cap, n - *done)), got = 0;
+    pario_mcursor mc;
+    pario_mcursor_init(&mc, stage, bytes_tm);
+    if (len <= 0) {
+      rc = pario_err(MPI_ERR_INTERN, op, f->filename, 0, "conversion made no progress");
+    } else if (rw == PARIO_WRITE) {
+      rc = pario_conv_pack(&cv, stage, len);
+      if (rc == MPI_SUCCESS) rc = transfer(f, v, locked, op, rw, pos + *done, &mc, len, &got, lock_writes);
+    } else {
+      rc = transfer(f, v, locked, op, rw, pos + *done, &mc, len, &got, 0);
+      int e = pario_conv_unpack(&cv, stage, got); /* what arrived, even before an error */
+      if (rc == MPI_SUCCESS) rc = e;
+    }
+    *done += got;
+    if (got < len) break; /* end of file (or an error) */
+  }
+  free(stage);
+  return rc;
+}
+
 int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
                     MPI_Count count, MPI_Datatype type, MPI_Count *bytes, int lock_writes) {
   const pario_typemap *tm;
@@ -322,31 +391,24 @@ int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, 
   if (pario_typemap_get(type, &tm) != MPI_SUCCESS)
     return pario_err(MPI_ERR_TYPE, op, f->filename, 0, "invalid datatype");
   MPI_Offset n = (MPI_Offset)count * tm->size, done = 0, first = 0, last = 0;
+  const int convert = v->rep && !(lock_writes & PARIO_ACCESS_RAW); /* the branch native pays */
+  if (convert) {
+    int rc = pario_rep_data_size(v, type, tm, count, &n, op, f->filename);
+    if (rc != MPI_SUCCESS) return rc;
+  }
   if (n == 0) return MPI_SUCCESS;
-  if (atomic || !v->contiguous) /* the lock's range; the end sieving windows stop at */
-    pario_view_extent_of(v, pos, n, &first, &last);
   if (atomic) {
+    pario_view_extent_of(v, pos, n, &first, &last);
     int e = f->drv->lock(f->dh, rw == PARIO_WRITE ? PARIO_LOCK_WRITE : PARIO_LOCK_READ, first, last - first);
     if (e) return pario_err(MPI_ERR_IO, op, f->filename, e, "byte-range lock for atomic mode failed");
   }
-  pario_fcursor fc;
-  pario_mcursor mc;
-  pario_fcursor_init(&fc, v, pos);
-  pario_mcursor_init(&mc, buf, tm);
   int rc;
-  if (rw == PARIO_READ && !sieving_read(f, v, n)) {
-    rc = walk(f, op, rw, &fc, &mc, n, &done, 0);
-  } else if (rw == PARIO_READ && !f->hints.direct_io && pitch(fc, n) >= SCATTER_PITCH) {
-    rc = sieve_read_scatter(f, op, &fc, &mc, n, &done, last);
-  } else if (rw == PARIO_READ) {
-    rc = sieve_read(f, op, &fc, &mc, n, &done, last);
+  if (convert) {
+    rc = converted(f, v, atomic, op, rw, pos, buf, type, tm, n, &done, lock_writes & 1);
   } else {
-    int sieve = pario_sieves_write(f, v, n);
-    if (sieve) pthread_rwlock_wrlock(&f->rmw_lock);
-    else pthread_rwlock_rdlock(&f->rmw_lock);
-    rc = sieve ? sieve_write(f, atomic, op, &fc, &mc, n, &done, last)
-               : walk(f, op, rw, &fc, &mc, n, &done, !atomic && lock_writes && f->locks_work >= 0);
-    pthread_rwlock_unlock(&f->rmw_lock);
+    pario_mcursor mc;
+    pario_mcursor_init(&mc, buf, tm);
+    rc = transfer(f, v, atomic, op, rw, pos, &mc, n, &done, lock_writes & 1);
   }
   if (atomic) f->drv->lock(f->dh, PARIO_UNLOCK, first, last - first);
   *bytes = done;

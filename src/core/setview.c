@@ -2,6 +2,7 @@
  * among ranks on datarep and etype size, and views as reference-counted objects shared by the
  * file and the operations started under them. */
 #include "core/file.h"
+#include "core/rep.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@ static MPI_Datatype keep(MPI_Datatype t, unsigned char *owned) {
 }
 
 static void view_free(pario_view *v) {
+  pario_typemap_free(v->ftm_own);
   if (v->owned[0]) PMPI_Type_free(&v->etype);
   if (v->owned[1]) PMPI_Type_free(&v->filetype);
   free(v);
@@ -81,32 +83,61 @@ static unsigned long hash_str(const char *s) {
   return h & 0x3fffffff;
 }
 
-/* Local checks; returns an error code naming the problem or MPI_SUCCESS. */
+/* What check_view found: the native typemaps, and under a representation other than native
+ * the etype's file size and the filetype's file-representation typemap (owned). */
+typedef struct view_args {
+  const pario_typemap *etm, *ftm;
+  const pario_rep *rep;
+  pario_typemap *fown;
+  MPI_Offset esize;
+} view_args;
+
+/* The etype and filetype in the file representation: the typemaps the checks and the view
+ * arithmetic use (the native ones for native and internal). */
+static int file_layout(pario_file *f, const char *op, MPI_Datatype etype, MPI_Datatype filetype,
+                       view_args *a, const pario_typemap **e, const pario_typemap **t) {
+  *e = a->etm;
+  *t = a->ftm;
+  a->esize = a->etm->size;
+  if (!a->rep) return MPI_SUCCESS;
+  pario_typemap *etf = NULL;
+  int rc = pario_rep_typemap(a->rep, etype, a->etm, &etf, op, f->filename);
+  if (rc == MPI_SUCCESS) rc = pario_rep_typemap(a->rep, filetype, a->ftm, &a->fown, op, f->filename);
+  if (rc == MPI_SUCCESS) {
+    a->esize = etf->size;
+    *t = a->fown;
+  }
+  pario_typemap_free(etf);
+  return rc;
+}
+
+/* Local checks; returns an error code naming the problem or MPI_SUCCESS. Under a
+ * representation other than native, sizes, extents and displacements are the file
+ * representation's (MPI-4.1 14.5.1: the view is laid out in the file's representation). */
 static int check_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype etype,
-                      MPI_Datatype filetype, const char *datarep, const pario_typemap **etm,
-                      const pario_typemap **ftm) {
+                      MPI_Datatype filetype, const char *datarep, view_args *a) {
   const char *fn = f->filename;
   if (disp == MPI_DISPLACEMENT_CURRENT && !(f->amode & MPI_MODE_SEQUENTIAL))
     return pario_err(MPI_ERR_ARG, op, fn, 0, "MPI_DISPLACEMENT_CURRENT requires MPI_MODE_SEQUENTIAL");
   if (disp < 0 && disp != MPI_DISPLACEMENT_CURRENT)
     return pario_err(MPI_ERR_ARG, op, fn, 0, "negative displacement %lld", (long long)disp);
   if (!datarep) return pario_err(MPI_ERR_ARG, op, fn, 0, "null data representation");
-  if (strcmp(datarep, "native") && strcmp(datarep, "internal"))
-    return pario_err(MPI_ERR_UNSUPPORTED_DATAREP, op, fn, 0,
-                     "data representation \"%s\" is not supported (native and internal are)", datarep);
-  if (pario_typemap_get(etype, etm) != MPI_SUCCESS)
+  int rc = pario_rep_lookup(datarep, &a->rep, op, fn);
+  if (rc != MPI_SUCCESS) return rc;
+  if (pario_typemap_get(etype, &a->etm) != MPI_SUCCESS)
     return pario_err(MPI_ERR_TYPE, op, fn, 0, "invalid etype");
-  if (pario_typemap_get(filetype, ftm) != MPI_SUCCESS)
+  if (pario_typemap_get(filetype, &a->ftm) != MPI_SUCCESS)
     return pario_err(MPI_ERR_TYPE, op, fn, 0, "invalid filetype");
-  if (!pario_type_committed(etype, *etm)) return pario_err(MPI_ERR_TYPE, op, fn, 0, "etype is not committed");
-  if (!pario_type_committed(filetype, *ftm)) return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype is not committed");
-  const pario_typemap *e = *etm, *t = *ftm;
+  if (!pario_type_committed(etype, a->etm)) return pario_err(MPI_ERR_TYPE, op, fn, 0, "etype is not committed");
+  if (!pario_type_committed(filetype, a->ftm)) return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype is not committed");
+  const pario_typemap *e, *t;
+  if ((rc = file_layout(f, op, etype, filetype, a, &e, &t)) != MPI_SUCCESS) return rc;
   if (e->size <= 0) return pario_err(MPI_ERR_TYPE, op, fn, 0, "etype has size 0");
   if (t->size == 0) return MPI_SUCCESS; /* a view with no data (a darray piece left empty) */
   if (t->extent <= 0) return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype has a non-positive extent");
-  if (t->size % e->size)
+  if (t->size % a->esize)
     return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype (%lld bytes) is not made of etypes (%lld bytes)",
-                     (long long)t->size, (long long)e->size);
+                     (long long)t->size, (long long)a->esize);
   if (!t->nonneg) return pario_err(MPI_ERR_TYPE, op, fn, 0, "filetype has negative displacements");
   /* The standard forbids overlapping filetypes only on files opened for writing; on a
    * read-only file the displacements need only be nondecreasing. Whether the filetype's
@@ -126,14 +157,14 @@ static int check_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Dataty
 
 /* Agreement on the arguments: the worst local error, etype size, datarep, whether any rank
  * gave hints, and one value per layer (core/layer.h). 0 or an error code. */
-static int view_agree(pario_file *f, const char *op, int code, const pario_typemap *etm,
+static int view_agree(pario_file *f, const char *op, int code, MPI_Offset esize,
                       const char *datarep, MPI_Info info, long long votes[PARIO_SLOTS], int *any_info) {
   enum { N = 6 };
   long long v[N + PARIO_SLOTS] = {code != MPI_SUCCESS, 0, 0, 0, 0, info != MPI_INFO_NULL}, r[N + PARIO_SLOTS];
   pario_layers_view_votes(f, v + N);
   if (code == MPI_SUCCESS) {
-    v[1] = etm->size;
-    v[2] = -etm->size;
+    v[1] = esize;
+    v[2] = -esize;
     v[3] = (long long)hash_str(datarep);
     v[4] = -v[3];
   }
@@ -149,14 +180,19 @@ static int view_agree(pario_file *f, const char *op, int code, const pario_typem
 }
 
 static pario_view *view_make(pario_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
-                             const char *datarep, const pario_typemap *etm, const pario_typemap *ftm) {
+                             const char *datarep, view_args *a) {
   pario_view *nv = calloc(1, sizeof *nv);
   if (!nv) return NULL;
   nv->disp = disp;
   nv->etype = keep(etype, &nv->owned[0]);
   nv->filetype = keep(filetype, &nv->owned[1]);
-  if (pario_typemap_get(nv->filetype, &nv->ftm) != MPI_SUCCESS) nv->ftm = ftm;
-  nv->esize = etm->size;
+  if (pario_typemap_get(nv->filetype, &nv->ftm) != MPI_SUCCESS) nv->ftm = a->ftm;
+  nv->rep = a->rep;
+  if (a->fown) { /* the file representation's layout: the view owns it */
+    nv->ftm = nv->ftm_own = a->fown;
+    a->fown = NULL;
+  }
+  nv->esize = a->esize;
   nv->contiguous = nv->ftm->dense;
   snprintf(nv->datarep, sizeof nv->datarep, "%s", datarep);
   nv->gen = f->view_gen + 1; /* every rank counts the same successful set_views */
@@ -166,24 +202,30 @@ static pario_view *view_make(pario_file *f, MPI_Offset disp, MPI_Datatype etype,
 
 int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype etype,
                    MPI_Datatype filetype, const char *datarep, MPI_Info info) {
-  const pario_typemap *etm = NULL, *ftm = NULL;
+  view_args a = {0};
   long long votes[PARIO_SLOTS];
   int any_info = 0;
-  int code = check_view(f, op, disp, etype, filetype, datarep, &etm, &ftm);
-  code = view_agree(f, op, code, etm, datarep, info, votes, &any_info);
-  if (code != MPI_SUCCESS) return code;
+  int code = check_view(f, op, disp, etype, filetype, datarep, &a);
+  code = view_agree(f, op, code, a.esize, datarep, info, votes, &any_info);
+  if (code != MPI_SUCCESS) {
+    pario_typemap_free(a.fown);
+    return code;
+  }
   pario_hints nh = f->hints;
   if (any_info) { /* hints change: nothing in flight may see it, and rank 0's shared ones win */
     pario_layers_quiesce(f);
     pario_hints_update(&nh, info);
-    if (pario_hints_agree(f->comm, &nh, NULL, 0) != MPI_SUCCESS)
+    if (pario_hints_agree(f->comm, &nh, NULL, 0) != MPI_SUCCESS) {
+      pario_typemap_free(a.fown);
       return pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement on hints failed");
+    }
   }
   /* Layers act before the view changes (the shared pointer's layer resolves
    * MPI_DISPLACEMENT_CURRENT in the old view and restarts the pointer). */
   int rc = pario_layers_set_view(f, op, &disp, votes);
+  pario_view *nv = rc == MPI_SUCCESS ? view_make(f, disp, etype, filetype, datarep, &a) : NULL;
+  pario_typemap_free(a.fown); /* still ours when no view took it */
   if (rc != MPI_SUCCESS) return rc;
-  pario_view *nv = view_make(f, disp, etype, filetype, datarep, etm, ftm);
   if (!nv) return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
   pthread_mutex_lock(&f->lock);
   pario_view *old = f->view;

@@ -9,6 +9,7 @@
  * the first merge (pario_clock_offset: rank 0 measures one rank per host, several round
  * trips) and applied to all its records, which are only compared at merges. Chosen only
  * when named. */
+#include "core/rep.h"
 #include "sharedfp/sharedfp.h"
 
 #include <errno.h>
@@ -80,16 +81,38 @@ static int append(ind_state *s, const void *buf, const pario_typemap *tm, int64_
   return e;
 }
 
+/* The same under a representation other than native: kept in the file's representation,
+ * converted chunk by chunk, so the merge copies bytes as they are (PARIO_ACCESS_RAW). */
+static int append_converted(pario_file *f, ind_state *s, const char *op, const pario_view *v, const void *buf,
+                            MPI_Datatype type, const pario_typemap *tm, int64_t bytes) {
+  pario_conv cv;
+  int rc = pario_conv_init(&cv, v->rep, (void *)buf, type, tm, 0, op, f->filename);
+  if (rc != MPI_SUCCESS) return rc;
+  int64_t cap = PARIO_MAX(PARIO_MIN(bytes, CHUNK / 8), cv.maxitem);
+  char *stage = malloc((size_t)cap);
+  if (!stage) return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
+  for (int64_t done = 0; done < bytes && rc == MPI_SUCCESS;) {
+    MPI_Offset len = pario_conv_chunk(&cv, PARIO_MIN(cap, bytes - done));
+    rc = len > 0 ? pario_conv_pack(&cv, stage, len) : MPI_ERR_INTERN;
+    int e = rc == MPI_SUCCESS ? full_io(s->fd, 1, stage, (size_t)len, s->dlen + done) : 0;
+    if (e) rc = pario_err(pario_errno_class(e), op, f->filename, e, "cannot keep the data in %s", s->path);
+    done += len;
+  }
+  free(stage);
+  return rc;
+}
+
 static int ind_write(pario_file *f, void *state, const char *op, const void *buf, MPI_Count count,
                      MPI_Datatype type, MPI_Offset n) {
-  (void)count; /* n etypes of data: the cursor stops there */
   ind_state *s = state;
   const pario_typemap *tm;
   ind_rec r = {pario_mono_ns(), 0, n};
   if (pario_typemap_get(type, &tm) != MPI_SUCCESS) return pario_err(MPI_ERR_TYPE, op, f->filename, 0, "invalid datatype");
-  int64_t bytes = (int64_t)count * tm->size; /* n etypes of the view */
+  pario_snap sn; /* the view the data is kept for: a set_view merges them first */
+  pario_snap_take(f, &sn);
+  int64_t bytes = (int64_t)n * sn.view->esize; /* n etypes of the view, in its representation */
   pthread_mutex_lock(&s->lock);
-  int e = 0;
+  int e = 0, rc = MPI_SUCCESS;
   if (s->fd < 0 && (s->fd = open(s->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) e = errno;
   if (!e && s->nrec == s->cap) {
     size_t cap = s->cap ? 2 * s->cap : 1024;
@@ -97,14 +120,17 @@ static int ind_write(pario_file *f, void *state, const char *op, const void *buf
     if (p) s->recs = p, s->cap = cap;
     else e = ENOMEM;
   }
-  if (!e && bytes > 0) e = append(s, buf, tm, bytes);
-  if (!e) {
+  if (!e && bytes > 0 && sn.view->rep) rc = append_converted(f, s, op, sn.view, buf, type, tm, bytes);
+  else if (!e && bytes > 0) e = append(s, buf, tm, (int64_t)count * tm->size);
+  if (!e && rc == MPI_SUCCESS) {
     r.off = s->dlen;
     s->recs[s->nrec++] = r;
     s->dlen += bytes;
     s->sum_n += n;
   }
   pthread_mutex_unlock(&s->lock);
+  pario_snap_drop(&sn);
+  if (rc != MPI_SUCCESS) return rc;
   return e ? pario_err(pario_errno_class(e), op, f->filename, e, "cannot keep the data in %s", s->path) : MPI_SUCCESS;
 }
 
@@ -209,7 +235,8 @@ static int copy_out(pario_file *f, ind_state *s, const char *op, const int64_t *
       MPI_Count wrote = 0;
       int e = full_io(s->fd, 0, buf, k, off + done);
       if (e) rc = pario_err(pario_errno_class(e), op, f->filename, e, "cannot read back %s", s->path);
-      else rc = pario_access(f, &sn, op, PARIO_WRITE, pos[i] * es + done, buf, (MPI_Count)k, MPI_BYTE, &wrote);
+      else rc = pario_access_ex(f, &sn, op, PARIO_WRITE, pos[i] * es + done, buf, (MPI_Count)k, MPI_BYTE, &wrote,
+                                PARIO_ACCESS_RAW); /* kept in the file's representation */
     }
     i = j;
   }

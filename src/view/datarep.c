@@ -4,6 +4,7 @@
 #include "core/common.h"
 
 #include <float.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -615,6 +616,7 @@ typedef struct node {
   MPI_Offset elo, ehi;     /* external32 bounds accumulated from the blocks */
   MPI_Offset nlb, nextent; /* native bounds (the MPI library's) */
   MPI_Offset elb, eextent;
+  const pario_ext32_sizer *sz; /* file sizes of basic types other than external32's, or NULL */
 } node;
 
 static void add_run(node *b, MPI_Offset noff, MPI_Offset eoff, MPI_Offset count, const pario_ext32_run *proto) {
@@ -757,10 +759,27 @@ static int unsupported(MPI_Datatype t) {
                    "datatype %s has no external32 representation", len ? name : "(unnamed)");
 }
 
+/* A basic type under a sizer: the file size its callback gives, the native size from the
+ * MPI library when external32 has no conversion for it (the sizer's owner converts). */
+static int sized_leaf(MPI_Datatype t, const node *b, pario_ext32_conv *cv, unsigned *xsize) {
+  MPI_Offset fx = 0;
+  int size = 0, rc = b->sz->size(t, &fx, b->sz->ctx);
+  if (rc != MPI_SUCCESS) return rc;
+  if (fx < 0 || fx > UINT_MAX) return MPI_ERR_CONVERSION;
+  if (cv->kind == K_NONE || cv->nsize == 0) {
+    if (PMPI_Type_size(t, &size) != MPI_SUCCESS || size <= 0 || size > 255) return MPI_ERR_TYPE;
+    *cv = (pario_ext32_conv){K_COPY, (unsigned char)size, (unsigned char)size, 1};
+  }
+  *xsize = (unsigned)fx;
+  return MPI_SUCCESS;
+}
+
 static void leaf(MPI_Datatype t, node *b) {
   pario_ext32_conv cv;
   const pair *p;
+  memset(&cv, 0, sizeof cv);
   int rc = resolve(t, &cv, &p);
+  if (rc == MPI_ERR_UNSUPPORTED_DATAREP && b->sz && !p) rc = MPI_SUCCESS, cv.kind = K_NONE;
   if (rc != MPI_SUCCESS) {
     b->err = rc == MPI_ERR_UNSUPPORTED_DATAREP ? unsupported(t) : rc;
     return;
@@ -777,7 +796,14 @@ static void leaf(MPI_Datatype t, node *b) {
     proto.type = bt;
     proto.cv = cv;
     proto.isize = (unsigned char)(cv.nsize * cv.nper);
-    proto.xsize = (unsigned char)(cv.esize * cv.nper);
+    proto.xsize = (unsigned)(cv.esize * cv.nper);
+    if (b->sz) {
+      if ((rc = sized_leaf(bt, b, &proto.cv, &proto.xsize)) != MPI_SUCCESS) {
+        b->err = rc;
+        return;
+      }
+      proto.isize = (unsigned char)(proto.cv.nsize * proto.cv.nper);
+    }
     add_run(b, p && m ? p->off : 0, eoff, 1, &proto);
     eoff += proto.xsize;
   }
@@ -910,6 +936,7 @@ static void derived(const args *a, node *b) {
   node c;
   int nchild = a->comb == MPI_COMBINER_STRUCT ? 0 : 1;
   memset(&c, 0, sizeof c);
+  c.sz = b->sz;
   if (nchild) {
     walk(a->T[0], &c);
     if (c.err) {
@@ -952,6 +979,7 @@ static void derived(const args *a, node *b) {
       for (MPI_Offset i = 0; i < n && !b->err; i++) {
         node s;
         memset(&s, 0, sizeof s);
+        s.sz = b->sz;
         walk(a->T[i], &s);
         if (s.err) b->err = s.err;
         else copies(b, &s, A[i], A[i], I[1 + i]);
@@ -1007,8 +1035,13 @@ void pario_ext32_map_free(pario_ext32_map *m) {
 }
 
 int pario_ext32_map_build(MPI_Datatype type, pario_ext32_map **out) {
+  return pario_ext32_map_build_sized(type, NULL, out);
+}
+
+int pario_ext32_map_build_sized(MPI_Datatype type, const pario_ext32_sizer *sz, pario_ext32_map **out) {
   node b;
   memset(&b, 0, sizeof b);
+  b.sz = sz;
   *out = NULL;
   if (type == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
   walk(type, &b);
@@ -1199,4 +1232,34 @@ int pario_ext32_pack(pario_ext32_cursor *c, void *out, MPI_Offset n) { return st
 
 int pario_ext32_unpack(pario_ext32_cursor *c, const void *in, MPI_Offset n) {
   return stream(c, (unsigned char *)(uintptr_t)in, n, 0);
+}
+
+/* A piece that ended inside an item: the item's other bytes are those of the value in memory,
+ * encoded, so the item can be stored now and a later piece (another cursor) completes it. */
+int pario_ext32_flush(pario_ext32_cursor *c) {
+  if (!c->npart || c->m->esize == 0) return MPI_SUCCESS;
+  const pario_ext32_run *r = &c->m->runs[c->run];
+  unsigned char tmp[PARIO_EXT32_MAXITEM];
+  MPI_Offset k = c->into / r->xsize;
+  c->narrowed += run_items(r, item_at(c, k), tmp, 1, 1);
+  memcpy(c->part + c->npart, tmp + c->npart, r->xsize - (size_t)c->npart);
+  c->narrowed += run_items(r, c->part, item_at(c, k), 1, 0);
+  return MPI_SUCCESS;
+}
+
+void pario_ext32_locate(const pario_ext32_map *m, MPI_Offset epos, MPI_Offset *native, MPI_Offset *items) {
+  MPI_Offset nat = 0, it = 0, copy = m->esize ? epos / m->esize : 0, rem = m->esize ? epos % m->esize : 0;
+  MPI_Offset per = 0; /* items of one copy */
+  for (size_t i = 0; i < m->nruns; i++) per += m->runs[i].count;
+  nat = copy * m->nsize;
+  it = copy * per;
+  for (size_t i = 0; i < m->nruns && rem > 0; i++) {
+    const pario_ext32_run *r = &m->runs[i];
+    MPI_Offset len = r->count * r->xsize, whole = PARIO_MIN(rem, len) / r->xsize;
+    nat += whole * r->isize;
+    it += whole;
+    rem -= len;
+  }
+  *native = nat;
+  if (items) *items = it;
 }

@@ -83,7 +83,7 @@ typedef struct pario_ext32_run {
   MPI_Datatype type; /* the basic type: a predefined type (a pair type's member) or F90 type */
   pario_ext32_conv cv;
   unsigned char isize; /* native bytes per item (nsize * nper) */
-  unsigned char xsize; /* external32 bytes per item (esize * nper) */
+  unsigned xsize;       /* external32 bytes per item (esize * nper; a sizer's file size) */
 } pario_ext32_run;
 
 /* A datatype flattened into typed runs in typemap order, with both of its layouts.
@@ -114,7 +114,25 @@ typedef struct pario_ext32_map {
  * MPI_SUCCESS, MPI_ERR_TYPE, MPI_ERR_NO_MEM, or a code of class MPI_ERR_UNSUPPORTED_DATAREP
  * naming the basic type that has no external32 form (compare with pario_err_class). */
 int pario_ext32_map_build(MPI_Datatype type, pario_ext32_map **out);
+
+/* The same layout rules with other file sizes for the basic types: size(basic, &bytes, ctx)
+ * gives one item's file size (a user-defined representation's extent callback), an error
+ * from it fails the build with that code. A basic type external32 cannot convert is kept
+ * with its native size (kind copy): the sizer's owner converts, not the cursors. A pair type
+ * is its two members, each sized alone. */
+typedef struct pario_ext32_sizer {
+  int (*size)(MPI_Datatype basic, MPI_Offset *bytes, void *ctx);
+  void *ctx;
+} pario_ext32_sizer;
+int pario_ext32_map_build_sized(MPI_Datatype type, const pario_ext32_sizer *sz, pario_ext32_map **out);
 void pario_ext32_map_free(pario_ext32_map *m);
+
+/* A map kept for a key (a user-defined representation) in a list on a typemap. */
+typedef struct pario_ext32_keyed {
+  const void *key;
+  pario_ext32_map *m;
+  struct pario_ext32_keyed *next;
+} pario_ext32_keyed;
 
 /* The external32 layout as byte runs (offset eoff, length count * xsize), adjacent runs
  * merged, with size esize, lb elb and extent eextent: the file-side typemap of an etype or
@@ -147,5 +165,13 @@ void pario_ext32_cursor_init(pario_ext32_cursor *c, const pario_ext32_map *m, co
 int pario_ext32_pack(pario_ext32_cursor *c, void *out, MPI_Offset n);
 /* The next n external32 bytes of the stream, from in -> native memory. */
 int pario_ext32_unpack(pario_ext32_cursor *c, const void *in, MPI_Offset n);
+/* After unpack stopped inside an item: store that item now, its missing bytes taken from
+ * the value in memory (so pieces of one item unpacked by different cursors, in any order,
+ * make the whole value). */
+int pario_ext32_flush(pario_ext32_cursor *c);
+
+/* Native data bytes and items of the whole items that lie before stream position epos of
+ * consecutive copies of the map's type (an item cut at epos is not counted). */
+void pario_ext32_locate(const pario_ext32_map *m, MPI_Offset epos, MPI_Offset *native, MPI_Offset *items);
 
 #endif

@@ -1,6 +1,7 @@
 /* Datatype flattening: decode any datatype with MPI_Type_get_envelope/get_contents into
  * (offset, length) runs in typemap order, and cache the result on the datatype. */
 #include "view/typemap.h"
+#include "view/datarep.h"
 #include "core/common.h"
 
 #include <pthread.h>
@@ -473,6 +474,12 @@ int pario_typemap_build(MPI_Datatype type, pario_typemap **out) {
 
 void pario_typemap_free(pario_typemap *tm) {
   if (!tm) return;
+  pario_ext32_map_free(tm->x32);
+  for (pario_ext32_keyed *k = tm->xuser, *next; k; k = next) {
+    next = k->next;
+    pario_ext32_map_free(k->m);
+    free(k);
+  }
   free(tm->runs);
   free(tm->cum);
   free(tm);

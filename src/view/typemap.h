@@ -25,6 +25,11 @@ typedef struct pario_typemap {
   int nonneg;        /* no negative offsets */
   int dense;         /* one run that fills [lb, lb+extent): count copies are one run */
   int refs;          /* datatypes sharing this map (MPI_Type_dup copies the attribute) */
+  /* The type's layouts in other data representations, made on first use and freed with the
+   * map (view/datarep.h): external32's, and one per user-defined representation it met (a
+   * list that only grows; core/rep.c guards it with its lock). */
+  struct pario_ext32_map *x32;
+  struct pario_ext32_keyed *xuser;
 } pario_typemap;
 
 /* The combiner of a datatype (MPI_COMBINER_NAMED for predefined types), or -1 when the

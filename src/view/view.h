@@ -15,7 +15,11 @@ typedef struct pario_view {
   unsigned char owned[2]; /* etype, filetype are our dups (freed with the view) */
   MPI_Offset esize;       /* etype size in bytes */
   int contiguous;         /* filetype dense: data position p is file offset disp + lb + p */
-  char datarep[32];
+  char datarep[MPI_MAX_DATAREP_STRING];
+  /* A representation other than native (core/rep.h; NULL for native and internal, which
+   * pario stores as native): then ftm and esize are the file representation's, in ftm_own. */
+  const struct pario_rep *rep;
+  pario_typemap *ftm_own;
   unsigned long gen;      /* which set_view made it: equal on every rank for the same view */
   int refs;               /* holders: the file and each operation started under the view */
 } pario_view;

@@ -49,10 +49,10 @@ static int done_request(pario_file *f, const char *op, MPI_Count bytes, MPI_Requ
 }
 
 static int shared_rw_body(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count,
-                     MPI_Datatype type, MPI_Status *status, MPI_Request *req) {
+                          MPI_Datatype type, MPI_Status *status, MPI_Request *req, pario_call_data *d) {
   pario_file *f;
   pario_snap s;
-  MPI_Offset n, pos;
+  MPI_Offset n, pos = 0;
   MPI_Count bytes = 0;
   if (req) *req = MPI_REQUEST_NULL;
   pario_status_set(status, 0);
@@ -71,19 +71,21 @@ static int shared_rw_body(MPI_File fh, const char *op, int rw, void *buf, MPI_Co
       rc = pario_engine_submit(f, &s, op, rw, pos * es, buf, count, type, req, NULL);
     else if (rc == MPI_SUCCESS)
       rc = pario_access(f, &s, op, rw, pos * es, buf, count, type, &bytes);
+    d->pos = pos * es;
   }
   pario_snap_drop(&s);
   pario_status_set(status, bytes);
+  d->bytes = bytes;
   return pario_file_error(fh, rc);
 }
 
 /* Ordered calls are collective: a rank whose arguments are bad still reserves nothing in the
  * collective step (n = 0), so the others complete, and then returns its error. */
 static int ordered_rw_body(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count,
-                      MPI_Datatype type, MPI_Status *status) {
+                           MPI_Datatype type, MPI_Status *status, pario_call_data *d) {
   pario_file *f;
   pario_snap s;
-  MPI_Offset n, pos;
+  MPI_Offset n, pos = 0;
   MPI_Count bytes = 0;
   pario_status_set(status, 0);
   int rc = pario_file_check(fh, op, &f);
@@ -93,15 +95,17 @@ static int ordered_rw_body(MPI_File fh, const char *op, int rw, void *buf, MPI_C
   rc = pario_sharedfp_ordered(f, op, n, &pos);
   if (bad != MPI_SUCCESS) rc = bad;
   else if (rc == MPI_SUCCESS) rc = pario_access(f, &s, op, rw, pos * s.view->esize, buf, count, type, &bytes);
+  if (rc == MPI_SUCCESS) d->pos = pos * s.view->esize;
   pario_snap_drop(&s);
   pario_status_set(status, bytes);
+  d->bytes = bytes;
   return pario_file_error(fh, rc);
 }
 
 static int ordered_begin_body(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count, MPI_Datatype type) {
   pario_file *f;
   pario_snap s;
-  MPI_Offset n, pos;
+  MPI_Offset n, pos = 0;
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
   if (pario_engine_split_active(f))
@@ -137,16 +141,16 @@ static int ordered_end_body(MPI_File fh, const char *op, int rw, MPI_Status *sta
 static int shared_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count, MPI_Datatype type,
                      MPI_Status *status, MPI_Request *req) {
   uint64_t t0 = PARIO_TRACE_T0();
-  int rc = shared_rw_body(fh, op, rw, buf, count, type, status, req);
   pario_call_data d = {-1, count, 0, type, 0};
+  int rc = shared_rw_body(fh, op, rw, buf, count, type, status, req, &d);
   if (PARIO_TRACING()) pario_api_trace(op, t0, fh, rc, &d);
   return rc;
 }
 static int ordered_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count, MPI_Datatype type,
                       MPI_Status *status) {
   uint64_t t0 = PARIO_TRACE_T0();
-  int rc = ordered_rw_body(fh, op, rw, buf, count, type, status);
   pario_call_data d = {-1, count, 0, type, 1};
+  int rc = ordered_rw_body(fh, op, rw, buf, count, type, status, &d);
   if (PARIO_TRACING()) pario_api_trace(op, t0, fh, rc, &d);
   return rc;
 }

@@ -1,8 +1,10 @@
 /* Communication helpers shared by every layer (see comm.h): polite waits, agreement,
- * same-value checks and the monotonic clock. */
+ * same-value checks, the monotonic clock and its alignment across hosts. */
 #include "core/comm.h"
 
+#include <limits.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <time.h>
 
 long pario_mono_ns(void) {
@@ -63,4 +65,153 @@ int pario_check_same(MPI_Comm comm, const char *op, const char *file, const char
     return pario_err(MPI_ERR_OTHER, op, file, 0, "agreement among ranks failed");
   if (r[0] != -r[1]) return pario_err(MPI_ERR_NOT_SAME, op, file, 0, "%s differs between ranks", what);
   return MPI_SUCCESS;
+}
+
+long long pario_host_id(void) {
+  char name[MPI_MAX_PROCESSOR_NAME + 1] = "";
+  int len = 0;
+  unsigned long long h = 1469598103934665603ull; /* FNV-1a */
+  if (PMPI_Get_processor_name(name, &len) != MPI_SUCCESS) len = 0;
+  for (int i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 1099511628211ull;
+  return (long long)(h >> 1);
+}
+
+/* A receive inside the exchange: a few polls, then polls that give the core away. When the two
+ * ranks of the exchange share one core (more ranks than cores, or another program on the
+ * other core), a spinning MPI_Recv would hold the core the sender needs until the scheduler
+ * preempts it, and every round trip would take a time slice. */
+static int clock_recv(void *buf, int n, MPI_Datatype type, int src, MPI_Comm comm) {
+  MPI_Request r;
+  if (PMPI_Irecv(buf, n, type, src, PARIO_CLOCK_TAG, comm, &r) != MPI_SUCCESS) return MPI_ERR_OTHER;
+  pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE);
+  return MPI_SUCCESS;
+}
+
+/* Rank 0 with one peer: PARIO_CLOCK_ROUNDS round trips. The peer reads its clock t after the
+ * ping left rank 0 (at t0) and before the reply arrived (t3), so rank 0's time minus the peer's
+ * lies in [t0 - t, t3 - t]; every round narrows iv (the interval so far), whatever delayed the
+ * others (a rank descheduled mid-exchange only widens its own round). best: the shortest
+ * round's interval. *more: 1 if the batch narrowed iv by more than a quarter (the first
+ * always does), so another may help. */
+static int clock_batch(MPI_Comm comm, int peer, long long iv[2], long long best[2], int *more) {
+  long long t, w0 = iv[1] - iv[0];
+  for (int i = 0; i < PARIO_CLOCK_ROUNDS; i++) {
+    long long t0 = pario_mono_ns();
+    if (PMPI_Send(NULL, 0, MPI_BYTE, peer, PARIO_CLOCK_TAG, comm) != MPI_SUCCESS ||
+        clock_recv(&t, 1, MPI_LONG_LONG, peer, comm) != MPI_SUCCESS)
+      return MPI_ERR_OTHER;
+    long long t3 = pario_mono_ns();
+    iv[0] = PARIO_MAX(iv[0], t0 - t);
+    iv[1] = PARIO_MIN(iv[1], t3 - t);
+    if (t3 - t0 < best[1] - best[0]) best[0] = t0 - t, best[1] = t3 - t;
+  }
+  *more = iv[0] <= iv[1] && iv[1] - iv[0] < w0 - w0 / 4;
+  return MPI_SUCCESS;
+}
+
+/* Rank 0 with one peer: batches of round trips until one narrows the interval by less than a
+ * quarter, at least two (a burst of contention that spoilt one batch has usually passed by
+ * the next), at most PARIO_CLOCK_BATCHES. out: the middle of the interval and half its
+ * width. Rounds that do not overlap mean the clocks moved against each other during the
+ * exchange (a slewed clock on another host): then the shortest round alone. */
+static int clock_probe(MPI_Comm comm, int peer, long long out[2]) {
+  long long iv[2] = {LLONG_MIN / 2, LLONG_MAX / 2}, best[2] = {0, LLONG_MAX};
+  int more = 1, rc = MPI_SUCCESS;
+  for (int b = 0; more && rc == MPI_SUCCESS; b++) {
+    rc = clock_batch(comm, peer, iv, best, &more);
+    more = more && b + 1 < PARIO_CLOCK_BATCHES;
+    /* the peer learns whether another batch follows */
+    if (rc == MPI_SUCCESS && PMPI_Send(&more, 1, MPI_INT, peer, PARIO_CLOCK_TAG, comm) != MPI_SUCCESS)
+      rc = MPI_ERR_OTHER;
+  }
+  if (iv[0] > iv[1]) iv[0] = best[0], iv[1] = best[1];
+  out[0] = iv[0] + (iv[1] - iv[0]) / 2;
+  out[1] = iv[1] - out[0]; /* >= out[0] - iv[0] */
+  return rc;
+}
+
+/* A measured peer: wait (napping) for rank 0's first ping, then answer every ping with the
+ * clock read after it arrived, batch after batch while rank 0 says go on. */
+static int clock_answer(MPI_Comm comm) {
+  MPI_Request r;
+  int more = 1;
+  if (PMPI_Irecv(NULL, 0, MPI_BYTE, 0, PARIO_CLOCK_TAG, comm, &r) != MPI_SUCCESS) return MPI_ERR_OTHER;
+  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
+  while (more) {
+    for (int i = 0;;) {
+      long long t = pario_mono_ns();
+      if (PMPI_Send(&t, 1, MPI_LONG_LONG, 0, PARIO_CLOCK_TAG, comm) != MPI_SUCCESS) return MPI_ERR_OTHER;
+      if (++i == PARIO_CLOCK_ROUNDS) break;
+      if (clock_recv(NULL, 0, MPI_BYTE, 0, comm) != MPI_SUCCESS) return MPI_ERR_OTHER;
+    }
+    if (clock_recv(&more, 1, MPI_INT, 0, comm) != MPI_SUCCESS) return MPI_ERR_OTHER;
+    if (more && clock_recv(NULL, 0, MPI_BYTE, 0, comm) != MPI_SUCCESS) return MPI_ERR_OTHER;
+  }
+  return MPI_SUCCESS;
+}
+
+/* The lowest rank with r's host among host[0..np) (r itself when it leads). */
+static int host_leader(const long long *host, int r) {
+  int q = 0;
+  while (host[q] != host[r]) q++;
+  return q;
+}
+
+typedef struct host_rank { long long host; int rank; } host_rank;
+
+static int by_host_rank(const void *a, const void *b) {
+  const host_rank *x = a, *y = b;
+  if (x->host != y->host) return x->host < y->host ? -1 : 1;
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Rank 0: measure every leader off its host (in rank order), then give each rank its
+ * leader's result; ranks sorted by host find their leaders in O(np log np). */
+static int clock_drive(MPI_Comm comm, const long long *host, int np, long long *res, host_rank *hr) {
+  int rc = MPI_SUCCESS;
+  for (int r = 0; r < np; r++) hr[r] = (host_rank){host[r], r};
+  qsort(hr, (size_t)np, sizeof *hr, by_host_rank);
+  for (int i = 0, lead = 0; i < np; i++) { /* res[2r]: r's leader, for now */
+    if (i == 0 || hr[i].host != hr[i - 1].host) lead = hr[i].rank;
+    res[2 * hr[i].rank] = lead;
+  }
+  for (int r = 0; r < np; r++) {
+    int lead = (int)res[2 * r];
+    if (host[r] == host[0]) res[2 * r] = res[2 * r + 1] = 0; /* one clock with rank 0 */
+    else if (lead == r) {
+      res[2 * r] = res[2 * r + 1] = 0;
+      if (rc == MPI_SUCCESS) rc = clock_probe(comm, r, &res[2 * r]);
+    }
+    else res[2 * r] = res[2 * lead], res[2 * r + 1] = res[2 * lead + 1]; /* lead < r: done */
+  }
+  return rc;
+}
+
+int pario_clock_offset(MPI_Comm comm, int by_host, long long *offset_ns, long long *err_ns) {
+  int rank, np, rc;
+  MPI_Request req;
+  *offset_ns = *err_ns = 0;
+  if (PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || PMPI_Comm_size(comm, &np) != MPI_SUCCESS) return MPI_ERR_OTHER;
+  if (np == 1) return MPI_SUCCESS;
+  long long me = by_host ? pario_host_id() : rank, got[2] = {0, 0};
+  long long *host = malloc(sizeof(long long) * (size_t)np), *res = NULL;
+  host_rank *order = NULL;
+  if (rank == 0) res = malloc(sizeof(long long) * 2 * (size_t)np), order = malloc(sizeof *order * (size_t)np);
+  rc = pario_agree(comm, host && (rank || (res && order)) ? MPI_SUCCESS : MPI_ERR_NO_MEM);
+  if (rc == MPI_SUCCESS && PMPI_Iallgather(&me, 1, MPI_LONG_LONG, host, 1, MPI_LONG_LONG, comm, &req) != MPI_SUCCESS)
+    rc = MPI_ERR_OTHER;
+  if (rc == MPI_SUCCESS) {
+    pario_wait_all(1, &req, MPI_STATUSES_IGNORE);
+    /* every rank knows whether it leads a host other than rank 0's, so whether to answer */
+    if (rank == 0) rc = clock_drive(comm, host, np, res, order);
+    else if (host[rank] != host[0] && host_leader(host, rank) == rank) rc = clock_answer(comm);
+    if (PMPI_Iscatter(res, 2, MPI_LONG_LONG, got, 2, MPI_LONG_LONG, 0, comm, &req) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
+    else pario_wait_all(1, &req, MPI_STATUSES_IGNORE);
+    *offset_ns = got[0];
+    *err_ns = got[1];
+  }
+  free(host);
+  free(res);
+  free(order);
+  return rc;
 }

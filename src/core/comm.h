@@ -20,5 +20,25 @@ int pario_allreduce_max(void *in, void *out, int n, MPI_Datatype type, MPI_Comm 
 int pario_check_same(MPI_Comm comm, const char *op, const char *file, const char *what, long long value);
 /* CLOCK_MONOTONIC in nanoseconds. */
 long pario_mono_ns(void);
+/* This host's identity: a hash of MPI_Get_processor_name, non-negative. Equal names mean one
+ * kernel, hence one CLOCK_MONOTONIC. */
+long long pario_host_id(void);
+
+/* Clock alignment to rank 0 (collective over comm; docs/design.md#clock-alignment).
+ * On return, pario_mono_ns() + *offset_ns estimates rank 0's pario_mono_ns() at the same
+ * instant, to within +-*err_ns (a bound, not a statistic: the true offset at the time of the
+ * call lies in that interval whenever messages cannot arrive before they are sent). Rank 0
+ * drives: one peer at a time, batches of PARIO_CLOCK_ROUNDS round trips (2 to
+ * PARIO_CLOCK_BATCHES, until a batch hardly helps), keeping the intersection of the intervals
+ * each round trip allows (at most the shortest round trip's; Cristian's algorithm).
+ * With by_host (the normal case), ranks with the same processor name share one clock: ranks on
+ * rank 0's host get 0 exactly, without messages, and only the lowest rank of every other host
+ * is measured; its result is every rank of that host's. by_host 0 measures every rank but 0 on
+ * its own (tests; hosts whose names do not identify a clock). Waiting ranks nap instead of
+ * spinning, so the measured pair keeps the cores. Uses point-to-point messages with tag
+ * PARIO_CLOCK_TAG on comm: the caller must not receive that tag on comm meanwhile.
+ * Returns MPI_SUCCESS, MPI_ERR_NO_MEM (on every rank) or MPI_ERR_OTHER (an MPI call failed). */
+enum { PARIO_CLOCK_TAG = 0x5043, PARIO_CLOCK_ROUNDS = 16, PARIO_CLOCK_BATCHES = 8 };
+int pario_clock_offset(MPI_Comm comm, int by_host, long long *offset_ns, long long *err_ns);
 
 #endif

@@ -41,16 +41,6 @@ static int drv_open(pario_file *f, int flags) {
   return e ? f->drv->open(f->path, flags, f->hints.file_perm, &f->dh) : 0;
 }
 
-/* This host's identity: a hash of MPI_Get_processor_name, non-negative. */
-static long long host_id(void) {
-  char name[MPI_MAX_PROCESSOR_NAME + 1] = "";
-  int len = 0;
-  unsigned long long h = 1469598103934665603ull;
-  if (PMPI_Get_processor_name(name, &len) != MPI_SUCCESS) len = 0;
-  for (int i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 1099511628211ull;
-  return (long long)(h >> 1);
-}
-
 /* Open the file on every rank; rank 0 creates it first. Returns this rank's error code. */
 static int open_all(pario_file *f, const char *op) {
   int flags = access_flags(f->amode), e = 0;
@@ -77,7 +67,7 @@ static int open_all(pario_file *f, const char *op) {
   int code = e ? pario_err(pario_errno_class(e), op, f->filename, e, "cannot open") : MPI_SUCCESS;
   /* The agreement also tells whether all ranks run on one host: then the node count needs
    * no MPI_Comm_split_type (each collective costs milliseconds on oversubscribed nodes). */
-  long long host = host_id(), v[3] = {code == MPI_SUCCESS ? 0 : pario_err_class(code), host, -host}, r[3];
+  long long host = pario_host_id(), v[3] = {code == MPI_SUCCESS ? 0 : pario_err_class(code), host, -host}, r[3];
   int worst = pario_allreduce_max(v, r, 3, MPI_LONG_LONG, f->comm) == MPI_SUCCESS ? (int)r[0] : MPI_ERR_OTHER;
   f->nodes = worst == MPI_SUCCESS && r[1] == -r[2] ? 1 : 0; /* 0: count them later */
   if (worst != MPI_SUCCESS && code == MPI_SUCCESS) {

@@ -4,10 +4,11 @@
  * seek_shared, set_view, ordered calls: collective) rank 0 orders all ranks' records by
  * (timestamp, rank, sequence), gives each its place at the shared pointer, and every rank
  * copies its own data there. S is then a replica, equal on every rank after each merge.
- * Timestamps are CLOCK_MONOTONIC, one clock per node (not MPI_Wtime: Open MPI 4 counts it
- * from each process's own start); across nodes each rank's offset to rank 0 is measured at
- * the first merge (one ping-pong per rank) and applied to all its records, which are only
- * compared at merges. Chosen only when named. */
+ * Timestamps are CLOCK_MONOTONIC, one clock per host (not MPI_Wtime: Open MPI 4 counts it
+ * from each process's own start); across hosts each rank's offset to rank 0 is measured at
+ * the first merge (pario_clock_offset: rank 0 measures one rank per host, several round
+ * trips) and applied to all its records, which are only compared at merges. Chosen only
+ * when named. */
 #include "sharedfp/sharedfp.h"
 
 #include <errno.h>
@@ -16,11 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef struct ind_rec {
-  double ts;
+  int64_t ts;              /* CLOCK_MONOTONIC, ns */
   int64_t off, n; /* in the hidden file (bytes); length in etypes */
 } ind_rec;
 
@@ -33,16 +33,10 @@ typedef struct ind_state {
   int64_t dlen, sum_n;     /* bytes in the hidden file; etypes kept since the last merge */
   int64_t value;           /* S (replica) */
   int clock_done;
-  double clock_off;        /* add to now() to get rank 0's clock */
+  long long clock_off;     /* add to a timestamp to get rank 0's clock (ns) */
+  long long clock_err;     /* the offset's error bound (ns) */
 } ind_state;
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-enum { CLOCK_TAG = 0x5046 }; /* ping-pong during a merge, when every rank is inside it */
 #define CHUNK (4 << 20)
 
 static int ind_query(pario_file *f) {
@@ -91,7 +85,7 @@ static int ind_write(pario_file *f, void *state, const char *op, const void *buf
   (void)count; /* n etypes of data: the cursor stops there */
   ind_state *s = state;
   const pario_typemap *tm;
-  ind_rec r = {now(), 0, n};
+  ind_rec r = {pario_mono_ns(), 0, n};
   if (pario_typemap_get(type, &tm) != MPI_SUCCESS) return pario_err(MPI_ERR_TYPE, op, f->filename, 0, "invalid datatype");
   int64_t bytes = (int64_t)count * tm->size; /* n etypes of the view */
   pthread_mutex_lock(&s->lock);
@@ -114,26 +108,16 @@ static int ind_write(pario_file *f, void *state, const char *op, const void *buf
   return e ? pario_err(pario_errno_class(e), op, f->filename, e, "cannot keep the data in %s", s->path) : MPI_SUCCESS;
 }
 
-/* This rank's clock offset to rank 0 (collective; zero where one clock serves all). */
-static void measure_clock(pario_file *f, ind_state *s) {
+/* This rank's clock offset to rank 0 (collective; zero where one host holds every rank).
+ * Measured once, at the first merge with kept writes: every rank is inside it. */
+static int measure_clock(pario_file *f, ind_state *s, const char *op) {
   s->clock_done = 1;
-  if (f->nodes == 1) return;
-  double t[2];
-  if (f->rank == 0) {
-    for (int r = 1; r < f->nprocs; r++) {
-      PMPI_Recv(t, 0, MPI_DOUBLE, r, CLOCK_TAG, f->comm, MPI_STATUS_IGNORE);
-      t[0] = now();
-      PMPI_Send(t, 1, MPI_DOUBLE, r, CLOCK_TAG, f->comm);
-    }
-  } else {
-    double t0 = now();
-    PMPI_Send(t, 0, MPI_DOUBLE, 0, CLOCK_TAG, f->comm);
-    PMPI_Recv(t, 1, MPI_DOUBLE, 0, CLOCK_TAG, f->comm, MPI_STATUS_IGNORE);
-    s->clock_off = t[0] - (t0 + now()) / 2;
-  }
+  if (f->nodes == 1) return MPI_SUCCESS;
+  int rc = pario_clock_offset(f->comm, 1, &s->clock_off, &s->clock_err);
+  return rc == MPI_SUCCESS ? rc : pario_err(rc, op, f->filename, 0, "aligning the clocks of the nodes failed");
 }
 
-typedef struct key { double ts; int rank; int64_t seq; } key;
+typedef struct key { int64_t ts; int rank; int64_t seq; } key;
 
 static int by_time(const void *a, const void *b) {
   const key *x = a, *y = b;
@@ -148,7 +132,7 @@ static void place_all(const int64_t *in, const int *cnt, const int *disp, int np
   int64_t total = 0;
   for (int r = 0; r < np; r++)
     for (int q = 0; q < cnt[r]; q++, total++) {
-      memcpy(&k[total].ts, &in[2 * (disp[r] + q)], sizeof(double));
+      k[total].ts = in[2 * (disp[r] + q)];
       k[total].rank = r;
       k[total].seq = q;
     }
@@ -191,8 +175,7 @@ static void mem_free(merge_mem *m) {
 static void assign(pario_file *f, ind_state *s, merge_mem *m, MPI_Offset base) {
   int np = f->nprocs, n = (int)s->nrec;
   for (int i = 0; i < n; i++) {
-    double ts = s->recs[i].ts + s->clock_off;
-    memcpy(&m->out[2 * i], &ts, sizeof ts);
+    m->out[2 * i] = s->recs[i].ts + s->clock_off;
     m->out[2 * i + 1] = s->recs[i].n;
   }
   PMPI_Gather(&n, 1, MPI_INT, m->cnt, 1, MPI_INT, 0, f->comm);
@@ -249,9 +232,10 @@ static int ind_merge(pario_file *f, void *state, const char *op, MPI_Offset base
     rc = ok ? MPI_SUCCESS : pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory ordering %lld kept writes", sum[0]);
     int worst = pario_agree(f->comm, rc);
     if (worst == MPI_SUCCESS) {
-      if (!s->clock_done) measure_clock(f, s);
+      int crc = s->clock_done ? MPI_SUCCESS : measure_clock(f, s, op);
       assign(f, s, &m, base);
       rc = copy_out(f, s, op, m.pos);
+      if (rc == MPI_SUCCESS) rc = crc; /* placed anyway, maybe out of time order */
       s->value += sum[1]; /* every rank: the sum of everyone's kept writes */
       s->nrec = 0;
       s->dlen = s->sum_n = 0;
@@ -274,6 +258,21 @@ static int ind_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
   return 0;
 }
 
+/* Once measured: this rank's clock offset to rank 0 and its error bound, in ns (0 and 0 on
+ * one host), so a user (and tests/multinode) can see how far apart time order is reliable. */
+static void ind_get_info(void *state, MPI_Info info) {
+  ind_state *s = state;
+  char v[2][32];
+  pthread_mutex_lock(&s->lock);
+  int done = s->clock_done;
+  snprintf(v[0], sizeof v[0], "%lld", s->clock_off);
+  snprintf(v[1], sizeof v[1], "%lld", s->clock_err);
+  pthread_mutex_unlock(&s->lock);
+  if (!done) return;
+  PMPI_Info_set(info, "pario_sharedfp_clock_offset_ns", v[0]);
+  PMPI_Info_set(info, "pario_sharedfp_clock_error_ns", v[1]);
+}
+
 static void ind_detach(void *state) {
   ind_state *s = state;
   if (s->fd >= 0) {
@@ -287,4 +286,4 @@ static void ind_detach(void *state) {
 
 const pario_sharedfp_component pario_sharedfp_individual = {
     .name = "individual", .query = ind_query, .attach = ind_attach, .fetch_add = ind_fetch_add,
-    .detach = ind_detach, .write = ind_write, .merge = ind_merge, .forced_only = 1};
+    .detach = ind_detach, .write = ind_write, .merge = ind_merge, .get_info = ind_get_info, .forced_only = 1};

@@ -270,7 +270,9 @@ static int hook_set_view(pario_file *f, void *state, const char *op, MPI_Offset 
 
 static void hook_get_info(pario_file *f, void *state, MPI_Info info) {
   sfp_file *sf = state;
-  PMPI_Info_set(info, "pario_sharedfp", sf->comp ? sf->comp->name : f->hints.sharedfp);
+  const pario_sharedfp_component *c = __atomic_load_n(&sf->comp, __ATOMIC_ACQUIRE);
+  PMPI_Info_set(info, "pario_sharedfp", c ? c->name : f->hints.sharedfp);
+  if (c && c->get_info) c->get_info(sf->cstate, info);
 }
 
 /* sync and close: the writes the individual component kept reach the file. */

@@ -35,6 +35,8 @@ typedef struct pario_sharedfp_component {
   int (*write)(pario_file *f, void *state, const char *op, const void *buf, MPI_Count count,
                MPI_Datatype type, MPI_Offset n);
   int (*merge)(pario_file *f, void *state, const char *op, MPI_Offset base);
+  /* Optional: keys the component reports through MPI_File_get_info beside its name. */
+  void (*get_info)(void *state, MPI_Info info);
   int forced_only; /* never chosen by auto, only when pario_sharedfp names it */
 } pario_sharedfp_component;
 

@@ -1,8 +1,8 @@
 /* The code paths that need more than one node, on MPICH's virtual nodes (README.md here):
  * run with MPIR_CVAR_NUM_CLIQUES=K and libpario-vnode.so preloaded ahead of libpario;
- * argv[1] is the number of nodes expected (default 2), argv[2] "clock" runs only the strict
- * time-order check of individual. Checks, each against a node map the test makes itself
- * from MPI_Comm_split_type:
+ * argv[1] is the number of nodes expected (default 2), argv[2] "clock" runs only individual's
+ * clock and time-order check, three times over with 100 items per rank. Checks, each against
+ * a node map the test makes itself from MPI_Comm_split_type:
  *  - the set-up: the split gives that many nodes and the processor names follow it;
  *  - hints: cb_nodes defaults to one per node, cb_config_list "*:1" (and "*:*" beyond);
  *  - aggregator placement across nodes (the default cb_nodes, 1, nodes + 1, np): with one
@@ -14,11 +14,13 @@
  *  - shared pointers: auto gives rma for an MPI_MODE_SEQUENTIAL file and lockedfile for
  *    another; rma takes its multi-node form (rank 0 runs its progress thread); sm is
  *    refused; rma, lockedfile, addproc and individual place every rank's write_shared
- *    records exactly once; individual's causally related writes of different nodes are all
- *    placed (in time order, which rests on its clock offsets, only when strict). */
+ *    records exactly once; individual's clock offsets lie within the error bounds pario
+ *    reports, and causally related writes of different nodes are placed in time order
+ *    wherever those bounds can tell them apart. */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <time.h>
 
 #include "../mpi/harness.h"
 
@@ -440,52 +442,132 @@ static void auto_sequential(void) {
   records("auto", "rma", MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL, 200);
 }
 
-/* individual keeps writes and orders them by time at merges; across nodes each rank's clock
- * offset to rank 0 is measured first (one ping-pong per rank, at the first merge). A token
- * passed round the ranks makes the writes causal: item i is written after item i-1 on another
- * rank, so time order is item order. Every item must be in the file exactly once. Time order
- * itself is asserted only when strict (nodes.c's mode "clock", or PARIO_TEST_CLOCK_ORDER=1):
- * the offsets pario measures are off by milliseconds here (README.md, known problems), which
- * misorders writes one message apart; otherwise the test says how many items are misplaced. */
-static void individual_time_order(int strict) {
-  enum { ROUNDS = 25 };
+/* ---- individual's clock offsets ---- */
+
+typedef struct { long long off, err; } clk; /* as pario reports them (ns) */
+
+static long long mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* This rank's offset to rank 0 and its error bound, from get_info after a merge. */
+static clk clock_info(MPI_File fh) {
+  clk c = {0, -1};
+  MPI_Info used;
+  char v[64];
+  int f1 = 0, f2 = 0;
+  MPI_File_get_info(fh, &used);
+  MPI_Info_get(used, "pario_sharedfp_clock_offset_ns", sizeof v - 1, v, &f1);
+  if (f1) c.off = atoll(v);
+  MPI_Info_get(used, "pario_sharedfp_clock_error_ns", sizeof v - 1, v, &f2);
+  if (f2) c.err = atoll(v);
+  MPI_Info_free(&used);
+  CHECK(f1 && f2, "individual: get_info reports no clock offset after a merge");
+  return c;
+}
+
+/* Rank 0: the virtual nodes share one clock, so the true offset is 0 and pario's offset is
+ * its error: within the bound it reports. Ranks of one node share their leader's result, and
+ * rank 0's node gets 0 exactly (one clock, nothing measured). */
+static void check_offsets(const clk *c, long long *worst_off, long long *worst_err) {
+  *worst_off = *worst_err = 0;
+  for (int r = 0; r < np; r++) {
+    int lead = 0;
+    while (node_of[lead] != node_of[r]) lead++;
+    CHECK(c[r].err >= 0 && llabs(c[r].off) <= c[r].err,
+          "rank %d: clock offset %lld ns outside its error bound %lld ns (one clock here: the true offset is 0)", r,
+          c[r].off, c[r].err);
+    CHECK(node_of[r] != node_of[0] || (c[r].off == 0 && c[r].err == 0),
+          "rank %d on rank 0's node: clock offset %lld ns, bound %lld ns (want 0 and 0)", r, c[r].off, c[r].err);
+    CHECK(c[r].off == c[lead].off && c[r].err == c[lead].err,
+          "rank %d: clock offset %lld+-%lld ns, its node's first rank %d %lld+-%lld ns", r, c[r].off, c[r].err, lead,
+          c[lead].off, c[lead].err);
+    if (llabs(c[r].off) > *worst_off) *worst_off = llabs(c[r].off);
+    if (c[r].err > *worst_err) *worst_err = c[r].err;
+  }
+}
+
+/* Rank 0: got[p] is the item at place p; item i was written by rank i % np between the
+ * times ab[2i] and ab[2i+1] (this test's clock around the call), after item i-1 (a token).
+ * pario may place item j before an earlier item i only where the writes were closer in time
+ * than the two ranks' error bounds together: pario_stamp(i) + off(i) cannot be told from
+ * pario_stamp(j) + off(j) then. Anything else is a wrong order. Returns how many
+ * consecutive items were that close (the order of those rests on luck). */
+static int check_order(const int *got, int n, const long long *ab, const clk *c, int *misplaced) {
+  int close_pairs = 0, bad = 0;
+  *misplaced = 0;
+  for (int i = 0; i + 1 < n; i++)
+    close_pairs += ab[2 * (i + 1)] - ab[2 * i + 1] < c[i % np].err + c[(i + 1) % np].err;
+  for (int p = 0; p < n; p++) {
+    *misplaced += got[p] != p;
+    for (int q = p + 1; q < n; q++) {
+      int i = got[q], j = got[p]; /* j placed before i */
+      if (j <= i) continue;
+      long long gap = ab[2 * j] - ab[2 * i + 1], tol = c[i % np].err + c[j % np].err;
+      if (gap >= tol && bad++ == 0)
+        CHECK(0, "individual: item %d (rank %d) placed before item %d (rank %d) although written %lld ns after it; "
+              "error bounds %lld + %lld ns", j, j % np, i, i % np, gap, c[j % np].err, c[i % np].err);
+    }
+  }
+  CHECK(bad == 0, "individual: %d pairs of items out of time order beyond the clocks' error bounds", bad);
+  return close_pairs;
+}
+
+/* individual keeps writes and orders them by time at merges; across nodes pario measures
+ * each node's clock offset to rank 0 at the first merge and reports it and its error bound
+ * through get_info. A token passed round the ranks makes the writes causal (item i is
+ * written after item i-1, one message apart, on the next rank, so the other node): every
+ * item must be in the file once, the offsets within their bounds, and the order the
+ * writes' order wherever the bounds can tell them apart. */
+static void individual_time_order(int rounds) {
+  int n = rounds * np, *got = malloc(sizeof(int) * (size_t)(n + 1)), m = -1;
+  long long *mine = malloc(sizeof(long long) * 2 * (size_t)rounds), *ab = malloc(sizeof(long long) * 2 * (size_t)n);
+  clk c, *all = malloc(sizeof(clk) * (size_t)np);
   const char *p = fname("order");
   if (rank == 0) remove(p);
   MPI_Barrier(MPI_COMM_WORLD);
   const char *kv[] = {"pario_sharedfp", "individual", NULL};
   MPI_File fh = open_hints(p, MPI_MODE_CREATE | MPI_MODE_RDWR, kv);
   int item = 0;
-  for (int round = 0; round < ROUNDS; round++) {
+  for (int round = 0; round < rounds; round++) {
     if (rank > 0) MPI_Recv(&item, 1, MPI_INT, rank - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     else if (round > 0) MPI_Recv(&item, 1, MPI_INT, np - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     item = round * np + rank;
+    mine[2 * round] = mono_ns();
     int rc = MPI_File_write_shared(fh, &item, 1, MPI_INT, MPI_STATUS_IGNORE);
+    mine[2 * round + 1] = mono_ns();
     CHECK(rc == MPI_SUCCESS, "individual write_shared: %s", err_text(rc));
     MPI_Send(&item, 1, MPI_INT, (rank + 1) % np, 0, MPI_COMM_WORLD);
   }
   if (rank == 0) MPI_Recv(&item, 1, MPI_INT, np - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  MPI_File_close(&fh); /* the merge places the kept writes */
+  MPI_File_sync(fh); /* the first merge: clocks measured, kept writes placed */
+  c = clock_info(fh);
+  MPI_File_close(&fh);
+  MPI_Gather(&c, 2, MPI_LONG_LONG, all, 2, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  MPI_Gather(mine, 2 * rounds, MPI_LONG_LONG, ab, 2 * rounds, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
   if (rank == 0) {
-    int got[ROUNDS * 64 + 1], n, first = -1, misplaced = 0, dup = 0;
-    char seen[ROUNDS * 64] = {0};
+    long long *t = malloc(sizeof(long long) * 2 * (size_t)n), wo, we; /* by item, not by rank */
+    for (int r = 0; r < np; r++)
+      for (int k = 0; k < rounds; k++) memcpy(&t[2 * (k * np + r)], &ab[2 * (r * rounds + k)], 2 * sizeof *t);
     FILE *fp = fopen(p, "rb");
-    n = fp ? (int)fread(got, sizeof(int), ROUNDS * np + 1, fp) : -1;
+    m = fp ? (int)fread(got, sizeof(int), (size_t)n + 1, fp) : -1;
     if (fp) fclose(fp);
-    for (int i = 0; i < n; i++) {
-      if (got[i] < 0 || got[i] >= ROUNDS * np || seen[got[i]]++) dup++;
-      if (got[i] != i && misplaced++ == 0) first = i;
-    }
-    CHECK(n == ROUNDS * np && dup == 0, "individual across nodes: %d items (want %d), %d bad or repeated", n,
-          ROUNDS * np, dup);
-    if (strict)
-      CHECK(misplaced == 0, "individual across nodes: %d of %d items out of time order, the first: item %d is %d",
-            misplaced, n, first, first >= 0 ? got[first] : 0);
-    else if (misplaced)
-      printf("nodes: NOTE: individual across nodes: %d of %d causally ordered items out of time order (item %d "
-             "is %d): clock offsets (README.md); not checked without PARIO_TEST_CLOCK_ORDER=1\n",
-             misplaced, n, first, got[first]);
+    char *seen = calloc((size_t)n, 1);
+    int dup = 0, misplaced = 0;
+    for (int i = 0; i < m; i++) dup += got[i] < 0 || got[i] >= n || seen[got[i]]++;
+    CHECK(m == n && dup == 0, "individual across nodes: %d items (want %d), %d bad or repeated", m, n, dup);
+    check_offsets(all, &wo, &we);
+    int close_pairs = m == n && !dup ? check_order(got, n, t, all, &misplaced) : 0;
+    printf("nodes: individual clock at %d ranks: worst |offset| %lld ns (the error: one clock), worst bound %lld ns; "
+           "%d of %d items misplaced, %d consecutive writes closer than their bounds\n",
+           np, wo, we, misplaced, n, close_pairs);
     remove(p);
+    free(seen);
+    free(t);
   }
+  free(got), free(mine), free(ab), free(all);
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -494,13 +576,13 @@ int main(int argc, char **argv) {
   rank = t_rank;
   MPI_Comm_size(MPI_COMM_WORLD, &np);
   want_nodes = argc > 1 ? atoi(argv[1]) : 2;
-  const char *mode = argc > 2 ? argv[2] : "all", *strict = getenv("PARIO_TEST_CLOCK_ORDER");
+  const char *mode = argc > 2 ? argv[2] : "all";
   test_path(path, sizeof path, "pario-nodes");
   use_comm(MPI_COMM_WORLD, "MPI_COMM_WORLD");
   CHECK(np <= 64, "at most 64 ranks");
   int ok = np <= 64 && setup_ok(); /* the same on every rank */
   if (ok && !strcmp(mode, "clock")) {
-    individual_time_order(1);
+    for (int rep = 0; rep < 3; rep++) individual_time_order(100); /* a new measurement each */
   } else if (ok) {
     hints();
     placement();
@@ -513,7 +595,7 @@ int main(int argc, char **argv) {
     sm_refused();
     const char *forced[] = {"rma", "lockedfile", "addproc", "individual"};
     for (int i = 0; i < 4; i++) records(forced[i], forced[i], MPI_MODE_RDWR, 300);
-    individual_time_order(strict && *strict == '1');
+    individual_time_order(25);
   }
   free(node_of);
   free(place);

@@ -21,7 +21,7 @@ void pario_api_trace(const char *op, uint64_t t0, MPI_File fh, int rc, const par
 /* The same for a file given by its id (MPI_File_close, after the handle is gone). */
 void pario_api_trace_id(const char *op, uint64_t t0, unsigned long long file, int rc);
 
-/* Wrap a call: API_TRACE(op, fh, expr) evaluates expr (an int result) and records its span. */
+/* PARIO_API_TRACED(op, fh, expr): evaluate expr (the call's int result), record its span, return it. */
 #define PARIO_API_TRACED(op, fh, expr)                      \
   do {                                                      \
     uint64_t t0_ = PARIO_TRACE_T0();                        \

@@ -389,9 +389,9 @@ int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, 
                : walk(f, op, rw, &fc, &mc, n, &done, !atomic && lock_writes && f->locks_work >= 0);
     pthread_rwlock_unlock(&f->rmw_lock);
   }
-  PARIO_TRACE_SPANX(PARIO_TC_SIEVE, rw == PARIO_WRITE ? "access_write" : "access_read", t0, 0, "method", how,
-                    PARIO_TA("file", f->uid), PARIO_TA("pos", pos), PARIO_TA("bytes", n), PARIO_TA("done", done),
-                    PARIO_TA("contiguous", v->contiguous));
+  if (!v->contiguous) /* how a noncontiguous access went; a contiguous one is its driver spans */
+    PARIO_TRACE_SPANX(PARIO_TC_SIEVE, rw == PARIO_WRITE ? "access_write" : "access_read", t0, 0, "method", how,
+                      PARIO_TA("file", f->uid), PARIO_TA("pos", pos), PARIO_TA("bytes", n), PARIO_TA("done", done));
   if (atomic) f->drv->lock(f->dh, PARIO_UNLOCK, first, last - first);
   *bytes = done;
   return rc;

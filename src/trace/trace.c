@@ -31,6 +31,7 @@ typedef struct tbuf {
   pthread_mutex_t lock; /* the owner records under it; a flush from another thread takes it */
   int tid, n;
   char thread[32];
+  char prefix[80]; /* ,"tid":N,"thread":"NAME" as written in every line */
   struct tbuf *next;
   ev e[BUF_EVENTS];
 } tbuf;
@@ -76,6 +77,7 @@ static tbuf *my_buf(void) {
   pthread_mutex_lock(&list_lock);
   b->tid = ntids++;
   thread_name(b);
+  snprintf(b->prefix, sizeof b->prefix, ",\"tid\":%d,\"thread\":\"%s\"", b->tid, b->thread);
   b->next = bufs;
   bufs = b;
   pthread_mutex_unlock(&list_lock);
@@ -147,7 +149,8 @@ void pario_trace_counter_(const char *name, int64_t value) {
 
 uint64_t pario_trace_flow_new(void) {
   uint64_t seq = __atomic_add_fetch(&flow_seq, 1, __ATOMIC_RELAXED);
-  return ((uint64_t)(world_rank < 0 ? 0 : world_rank) + 1) << 40 | (seq & ((1ull << 40) - 1));
+  int r = __atomic_load_n(&world_rank, __ATOMIC_RELAXED);
+  return ((uint64_t)(r < 0 ? 0 : r) + 1) << 40 | (seq & ((1ull << 40) - 1));
 }
 uint64_t pario_trace_flow_current(void) { return cur_flow; }
 void pario_trace_flow_set(uint64_t id) { cur_flow = id; }
@@ -183,7 +186,9 @@ static FILE *output(void) {
     int init = 0, fin = 1;
     PMPI_Initialized(&init);
     PMPI_Finalized(&fin);
-    if (init && !fin) PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    int r = -1;
+    if (init && !fin) PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+    __atomic_store_n(&world_rank, r, __ATOMIC_RELAXED);
   }
   char path[4200];
   snprintf(path, sizeof path, "%s/client-%d-%d.jsonl", dir, world_rank, (int)getpid());
@@ -198,33 +203,83 @@ static FILE *output(void) {
   return out;
 }
 
+/* An event's line is made in a local buffer by hand (no printf: formatting is most of the
+ * cost of tracing) and written with one fwrite. */
+typedef struct jline {
+  char *p, *end;
+  char buf[2048];
+} jline;
+
+static void l_mem(jline *l, const char *s, size_t n) {
+  if (n > (size_t)(l->end - l->p)) n = (size_t)(l->end - l->p);
+  memcpy(l->p, s, n);
+  l->p += n;
+}
+static void l_raw(jline *l, const char *s) { l_mem(l, s, strlen(s)); }
+/* A JSON string: names, keys and values are almost always plain ASCII, copied at once. */
+static void l_str(jline *l, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  size_t plain = 0;
+  while (s[plain] >= 0x20 && s[plain] != '"' && s[plain] != '\\') plain++;
+  l_mem(l, "\"", 1);
+  l_mem(l, s, plain);
+  for (const unsigned char *c = (const unsigned char *)s + plain; *c && l->p + 6 < l->end; c++) {
+    if (*c == '"' || *c == '\\') *l->p++ = '\\', *l->p++ = (char)*c;
+    else if (*c < 0x20) *l->p++ = '\\', *l->p++ = 'u', *l->p++ = '0', *l->p++ = '0', *l->p++ = hex[*c >> 4], *l->p++ = hex[*c & 15];
+    else *l->p++ = (char)*c;
+  }
+  l_mem(l, "\"", 1);
+}
+static void l_u64(jline *l, uint64_t v) {
+  char t[24];
+  int n = 0;
+  do t[n++] = (char)('0' + v % 10); while ((v /= 10) > 0);
+  while (n > 0 && l->p < l->end) *l->p++ = t[--n];
+}
+static void l_i64(jline *l, int64_t v) {
+  if (v < 0 && l->p < l->end) *l->p++ = '-';
+  l_u64(l, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+}
+
 static void put_event(const tbuf *b, const ev *e) {
-  static const char *const types[] = {"span", "instant", "counter"};
-  fprintf(out, "{\"type\":\"%s\",\"t\":%llu,", types[e->type], (unsigned long long)e->t);
-  if (e->type == EV_SPAN) fprintf(out, "\"d\":%llu,", (unsigned long long)e->d);
-  fprintf(out, "\"tid\":%d,\"thread\":\"%s\",", b->tid, b->thread);
+  static const char *const types[] = {"{\"type\":\"span\",\"t\":", "{\"type\":\"instant\",\"t\":",
+                                      "{\"type\":\"counter\",\"t\":"};
+  jline L, *l = &L;
+  l->p = l->buf;
+  l->end = l->buf + sizeof l->buf - 4; /* room for the closing "}}\n" */
+  l_raw(l, types[e->type]);
+  l_u64(l, e->t);
+  if (e->type == EV_SPAN) l_raw(l, ",\"d\":"), l_u64(l, e->d);
+  l_raw(l, b->prefix);
+  l_raw(l, ",\"name\":");
+  l_str(l, e->name);
   if (e->type == EV_COUNTER) {
-    fputs("\"name\":", out);
-    put_str(out, e->name);
-    fprintf(out, ",\"value\":%lld}\n", (long long)e->a[0].val);
-    return;
+    l_raw(l, ",\"value\":");
+    l_i64(l, e->a[0].val);
+    *l->p++ = '}';
+  } else {
+    l_raw(l, ",\"cat\":\"");
+    l_raw(l, cat_names[e->cat]);
+    l_raw(l, "\"");
+    if (e->flow) l_raw(l, ",\"flow\":"), l_u64(l, e->flow);
+    l_raw(l, ",\"args\":{");
+    for (int i = 0; i < e->na; i++) {
+      if (i) l_raw(l, ",");
+      l_str(l, e->a[i].key);
+      l_raw(l, ":");
+      l_i64(l, e->a[i].val);
+    }
+    if (e->skey && e->sval) {
+      if (e->na) l_raw(l, ",");
+      l_str(l, e->skey);
+      l_raw(l, ":");
+      l_str(l, e->sval);
+    }
+    *l->p++ = '}';
+    *l->p++ = '}';
   }
-  fprintf(out, "\"cat\":\"%s\",\"name\":", cat_names[e->cat]);
-  put_str(out, e->name);
-  if (e->flow) fprintf(out, ",\"flow\":%llu", (unsigned long long)e->flow);
-  fputs(",\"args\":{", out);
-  for (int i = 0; i < e->na; i++) {
-    if (i) fputc(',', out);
-    put_str(out, e->a[i].key);
-    fprintf(out, ":%lld", (long long)e->a[i].val);
-  }
-  if (e->skey && e->sval) {
-    if (e->na) fputc(',', out);
-    put_str(out, e->skey);
-    fputc(':', out);
-    put_str(out, e->sval);
-  }
-  fputs("}}\n", out);
+  *l->p++ = '\n';
+  fwrite_unlocked(l->buf, 1, (size_t)(l->p - l->buf), out); /* out_lock is held */
 }
 
 /* Notes (files, clocks) before the events that may refer to them; under out_lock. */
@@ -336,7 +391,7 @@ void pario_trace_set_clock(int64_t offset_ns, int64_t err_ns) {
 
 void pario_trace_set_rank(int r) {
   pthread_mutex_lock(&out_lock);
-  if (!out) world_rank = r; /* the file, once open, keeps its name */
+  if (!out) __atomic_store_n(&world_rank, r, __ATOMIC_RELAXED); /* an open file keeps its name */
   pthread_mutex_unlock(&out_lock);
 }
 

@@ -7,19 +7,22 @@
 #include "core/layer.h"
 #include "trace/trace.h"
 
-/* Clock alignment of this process to world rank 0, measured over f's communicator when its
- * rank 0 is world rank 0 (the measurement itself lives in core/comm.c). */
+/* Clock alignment of this process to world rank 0 (core's ping-pong, minimum round trip),
+ * measured over f's communicator when its rank 0 is world rank 0: every rank of f->comm
+ * takes the same branch, so the collective is entered by all or none. Each such open
+ * measures again; the trace keeps the latest offset. */
 static void align_clock(pario_file *f) {
-  int world0 = 0;
+  int world0 = 0, zero = 0;
   MPI_Group g, wg;
   PMPI_Comm_group(f->comm, &g);
   PMPI_Comm_group(MPI_COMM_WORLD, &wg);
-  int zero = 0;
   PMPI_Group_translate_ranks(g, 1, &zero, wg, &world0);
   PMPI_Group_free(&g);
   PMPI_Group_free(&wg);
-  if (world0 != 0) return; /* every rank of f->comm agrees: they share its rank 0 */
-  pario_trace_set_clock(0, -1); /* not measured: core has no clock-offset helper yet */
+  if (world0 != 0) return;
+  long long off = 0, err = -1;
+  if (pario_clock_offset(f->comm, 1, &off, &err) != MPI_SUCCESS) off = 0, err = -1;
+  pario_trace_set_clock(off, err);
 }
 
 static int hook_open(pario_file *f, void **state) {

@@ -6,7 +6,12 @@ strided read is a sieving window; the nonblocking read's job was queued and ran;
 write waited inside its call; every driver operation has its own request id; and the merged
 JSON and OTF2 outputs are readable.
 
-usage: check_trace.py DIR NP [--otf2]"""
+--clock=H: the clocks were measured at open and the ranks sit on H hosts (H = 1: every
+offset and bound is exactly 0; more: ranks off rank 0's host have a bound, and since all
+processes of the test share one real clock, the offset itself is the residual error and must
+lie within the bound).
+
+usage: check_trace.py DIR NP [--clock=H] [--otf2]"""
 
 import json
 import os
@@ -103,9 +108,25 @@ def check_rank(p, np):
     check(flows and all(flows) and len(set(flows)) == len(flows), f"{p.name}: driver request ids missing or reused")
 
 
+def check_clock(t, hosts):
+    errs = [(p.rank, p.offset, p.err) for p in t.clients]
+    check(all(e >= 0 for _, _, e in errs), f"clock not measured: {errs}")
+    if hosts == 1:
+        check(all(o == 0 and e == 0 for _, o, e in errs), f"one host, yet offsets {errs}")
+        return
+    off = [(r, o, e) for r, o, e in errs if e > 0]
+    check(off, f"no rank off rank 0's host was measured: {errs}")
+    check(all(abs(o) <= e for _, o, e in errs), f"an offset outside its bound: {errs}")
+    for r, o, e in sorted(errs):
+        print(f"check_trace: rank {r}: clock offset {o} ns (true 0), bound {e} ns")
+
+
 def main():
     d, np = sys.argv[1], int(sys.argv[2])
     t = tr.load(d)
+    for a in sys.argv[3:]:
+        if a.startswith("--clock="):
+            check_clock(t, int(a.split("=", 1)[1]))
     check(len(t.clients) == np, f"{len(t.clients)} client files for {np} ranks")
     check(sorted(p.rank for p in t.clients) == list(range(np)), "ranks missing")
     for p in t.clients:

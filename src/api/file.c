@@ -66,13 +66,13 @@ static int resize(MPI_File fh, const char *op, MPI_Offset size, int preallocate)
 }
 
 static int set_size_body(MPI_File fh, MPI_Offset size) { return resize(fh, "MPI_File_set_size", size, 0); }
-PARIO_EXPORT int PMPI_File_set_size(MPI_File fh, MPI_Offset size) {
+                         PARIO_EXPORT int PMPI_File_set_size(MPI_File fh, MPI_Offset size) {
   PARIO_API_TRACED("MPI_File_set_size", fh, set_size_body(fh, size));
 }
 PARIO_WEAK_ALIAS(MPI_File_set_size)
 
 static int preallocate_body(MPI_File fh, MPI_Offset size) { return resize(fh, "MPI_File_preallocate", size, 1); }
-PARIO_EXPORT int PMPI_File_preallocate(MPI_File fh, MPI_Offset size) {
+                            PARIO_EXPORT int PMPI_File_preallocate(MPI_File fh, MPI_Offset size) {
   PARIO_API_TRACED("MPI_File_preallocate", fh, preallocate_body(fh, size));
 }
 PARIO_WEAK_ALIAS(MPI_File_preallocate)

@@ -247,11 +247,14 @@ PARIO_EXPORT int PMPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whenc
 }
 PARIO_WEAK_ALIAS(MPI_File_seek_shared)
 
-PARIO_EXPORT int PMPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset) {
+static int get_position_shared(MPI_File fh, MPI_Offset *offset) {
   static const char op[] = "MPI_File_get_position_shared";
   pario_file *f;
   int rc = pario_file_check_out(fh, op, offset, &f);
   if (rc != MPI_SUCCESS) return rc;
   return pario_file_error(fh, pario_sharedfp_position(f, op, offset));
+}
+PARIO_EXPORT int PMPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset) {
+  PARIO_API_TRACED("MPI_File_get_position_shared", fh, get_position_shared(fh, offset));
 }
 PARIO_WEAK_ALIAS(MPI_File_get_position_shared)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 static int set_view_body(MPI_File fh, MPI_Offset disp, MPI_Datatype etype,
-                                    MPI_Datatype filetype, const char *datarep, MPI_Info info) {
+                         MPI_Datatype filetype, const char *datarep, MPI_Info info) {
   pario_file *f;
   int rc = pario_file_check(fh, "MPI_File_set_view", &f);
   if (rc != MPI_SUCCESS) return rc;
@@ -26,7 +26,7 @@ static MPI_Datatype give(MPI_Datatype t) {
 }
 
 static int get_view_body(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype,
-                                    MPI_Datatype *filetype, char *datarep) {
+                         MPI_Datatype *filetype, char *datarep) {
   static const char op[] = "MPI_File_get_view";
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);

@@ -4,6 +4,9 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
       python3 python3-venv python3-pip python3-mpi4py liburing-dev libssl-dev
+      # tracing: OTF2 output (pario trace merge --otf2), the merged JSON's schema test, and
+      # the headless browser that renders the trace report in the tests
+      python3-otf2 python3-jsonschema chromium
       # real MPI-IO clients (tests/clients): parallel HDF5 for both MPIs, h5py and netCDF-4
       # (Debian builds those two for Open MPI only), Fortran; dpkg-dev unpacks HDF5's source
       gfortran libhdf5-openmpi-dev libhdf5-mpich-dev python3-h5py-mpi libnetcdf-mpi-dev dpkg-dev)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import json
 import math
 import os
 import platform
@@ -129,12 +130,73 @@ def _parser() -> argparse.ArgumentParser:
     rem.add_argument("--build-dir", metavar="DIR", default=None, help="build tree (default $PARIO_BUILD_DIR or ./build)")
     rem.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=900.0,
                      help="kill a pario-bench run after this long (default 900)")
+    _trace_parsers(sub)
 
     rep = bsub.add_parser("report", help="rebuild DIR/report.html from stored results",
                           description="Rebuild DIR/report.html, its figures (PNG and SVG), DIR/summary.csv "
                                       "and DIR/summary.json from DIR/results.jsonl.")
     rep.add_argument("dir", metavar="DIR")
     return p
+
+
+def _trace_parsers(sub) -> None:
+    tr = sub.add_parser("trace", help="merge, summarize and report a trace directory (PARIO_TRACE=DIR)",
+                        description="Work on a trace directory written by a run with PARIO_TRACE=DIR (or the "
+                                    "hint pario_trace=DIR): client-<rank>-<pid>.jsonl from libpario, "
+                                    "server-<port>-<pid>.jsonl from pario-server (docs/trace-format.md).")
+    tsub = tr.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", parser_class=_Parser)
+    tsub.required = True
+    m = tsub.add_parser("merge", help="one timeline: Chrome/Perfetto JSON (-o) or OTF2 (--otf2)",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="Merge every process's trace onto rank 0's clock.",
+                        epilog="examples:\n"
+                               "  pario trace merge tr -o trace.json     # open in https://ui.perfetto.dev\n"
+                               "  pario trace merge tr --otf2 tr-otf2    # open tr-otf2/traces.otf2 in Vampir")
+    m.add_argument("dir", metavar="DIR")
+    m.add_argument("-o", "--output", metavar="FILE", help="Chrome trace-event JSON file")
+    m.add_argument("--otf2", metavar="OUT", help="OTF2 archive directory (OUT/traces.otf2)")
+    st = tsub.add_parser("stats", help="per-server table (seed 001, Table 2) and per-rank I/O times",
+                         description="Print the servers' statistics (network and storage load, operations per "
+                                     "second, storage accesses, bytes per storage operation, CPU usage, "
+                                     "throughput) and, per rank, time in I/O calls, bytes, and the split of "
+                                     "collective calls into exchange, file access and waiting.")
+    st.add_argument("dir", metavar="DIR")
+    st.add_argument("--json", action="store_true", help="machine-readable output")
+    rp = tsub.add_parser("report", help="HTML page: timeline picture and the tables",
+                         description="Write DIR/report.html (or -o FILE): client timelines above server "
+                                     "timelines, as the seed's Figure 2, and the stats tables.")
+    rp.add_argument("dir", metavar="DIR")
+    rp.add_argument("-o", "--output", metavar="FILE", help="where to write (default DIR/report.html)")
+
+
+def cmd_trace(args) -> int:
+    from dataclasses import asdict
+
+    from . import trace as tr
+    try:
+        t = tr.load(args.dir)
+        for w in t.warnings:
+            print(f"pario: warning: {w}", file=sys.stderr)
+        if args.trace_command == "merge":
+            if not args.output and not args.otf2:
+                raise UsageError("merge needs -o FILE (JSON) and/or --otf2 OUT (see `pario trace merge --help`)")
+            if args.output:
+                n = tr.merge_json(t, args.output)
+                print(f"{args.output}: {n} events from {len(t.procs)} process(es)")
+            if args.otf2:
+                n = tr.merge_otf2(t, args.otf2)
+                print(f"{os.path.join(args.otf2, 'traces.otf2')}: {n} events from {len(t.procs)} process(es)")
+        elif args.trace_command == "stats":
+            if args.json:
+                print(json.dumps({"servers": [asdict(s) for s in tr.server_stats(t)],
+                                  "ranks": [asdict(r) for r in tr.rank_stats(t)]}, indent=1))
+            else:
+                print(tr.stats_text(t))
+        else:
+            print(f"report: {tr.write_report(t, args.dir, args.output)}")
+    except tr.TraceError as e:
+        return _error(str(e))
+    return EXIT_OK
 
 
 def version_lines(build_dir: Optional[str] = None) -> List[str]:
@@ -388,8 +450,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print("\n".join(version_lines(args.global_build_dir)))
                 return EXIT_OK
             if not args.command:
-                raise UsageError("a command is required: `pario bench run ...` or `pario bench report DIR` "
-                                 "(see `pario --help`)")
+                raise UsageError("a command is required: `pario bench run ...`, `pario bench report DIR` or "
+                                 "`pario trace merge|stats|report DIR` (see `pario --help`)")
             return _dispatch(args)
         except UsageError as e:
             return _error(str(e))
@@ -449,6 +511,8 @@ def cmd_remote(args) -> int:
 
 
 def _dispatch(args) -> int:
+    if args.command == "trace":
+        return cmd_trace(args)
     if args.command == "bench":
         if args.bench_command == "run":
             return cmd_run(args)

@@ -1,8 +1,9 @@
 /* File-level entry points: open, close, delete, size, preallocation, sync, info, group,
  * access mode and atomicity. Thin: check arguments, call the core, route errors. */
+#include "api/calltrace.h"
 #include "core/file.h"
 
-PARIO_EXPORT int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) {
+static int open_body(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) {
   pario_file *f = NULL;
   if (!fh) return pario_file_error(MPI_FILE_NULL, pario_err(MPI_ERR_ARG, "MPI_File_open", filename, 0, "null handle pointer"));
   *fh = MPI_FILE_NULL;
@@ -11,6 +12,9 @@ PARIO_EXPORT int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, 
   *fh = pario_handle(f);
   return MPI_SUCCESS;
 }
+PARIO_EXPORT int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) {
+  PARIO_API_TRACED("MPI_File_open", (fh ? *fh : MPI_FILE_NULL), open_body(comm, filename, amode, info, fh));
+}
 PARIO_WEAK_ALIAS(MPI_File_open)
 
 PARIO_EXPORT int PMPI_File_close(MPI_File *fh) {
@@ -18,15 +22,21 @@ PARIO_EXPORT int PMPI_File_close(MPI_File *fh) {
   if (!fh) return pario_file_error(MPI_FILE_NULL, pario_err(MPI_ERR_ARG, "MPI_File_close", NULL, 0, "null handle pointer"));
   int rc = pario_file_check(*fh, "MPI_File_close", &f);
   if (rc != MPI_SUCCESS) return rc;
+  uint64_t t0 = PARIO_TRACE_T0();
+  unsigned long long id = f->uid; /* f is gone after the close */
   rc = pario_close(f); /* a failure went through the file's own errhandler already */
   *fh = MPI_FILE_NULL;
+  if (PARIO_TRACING()) pario_api_trace_id("MPI_File_close", t0, id, rc);
   return rc;
 }
 PARIO_WEAK_ALIAS(MPI_File_close)
 
-PARIO_EXPORT int PMPI_File_delete(const char *filename, MPI_Info info) {
+static int delete_body(const char *filename, MPI_Info info) {
   (void)info;
   return pario_file_error(MPI_FILE_NULL, pario_delete(filename));
+}
+PARIO_EXPORT int PMPI_File_delete(const char *filename, MPI_Info info) {
+  PARIO_API_TRACED("MPI_File_delete", MPI_FILE_NULL, delete_body(filename, info));
 }
 PARIO_WEAK_ALIAS(MPI_File_delete)
 
@@ -55,13 +65,19 @@ static int resize(MPI_File fh, const char *op, MPI_Offset size, int preallocate)
   return pario_file_error(fh, rc);
 }
 
-PARIO_EXPORT int PMPI_File_set_size(MPI_File fh, MPI_Offset size) { return resize(fh, "MPI_File_set_size", size, 0); }
+static int set_size_body(MPI_File fh, MPI_Offset size) { return resize(fh, "MPI_File_set_size", size, 0); }
+                         PARIO_EXPORT int PMPI_File_set_size(MPI_File fh, MPI_Offset size) {
+  PARIO_API_TRACED("MPI_File_set_size", fh, set_size_body(fh, size));
+}
 PARIO_WEAK_ALIAS(MPI_File_set_size)
 
-PARIO_EXPORT int PMPI_File_preallocate(MPI_File fh, MPI_Offset size) { return resize(fh, "MPI_File_preallocate", size, 1); }
+static int preallocate_body(MPI_File fh, MPI_Offset size) { return resize(fh, "MPI_File_preallocate", size, 1); }
+                            PARIO_EXPORT int PMPI_File_preallocate(MPI_File fh, MPI_Offset size) {
+  PARIO_API_TRACED("MPI_File_preallocate", fh, preallocate_body(fh, size));
+}
 PARIO_WEAK_ALIAS(MPI_File_preallocate)
 
-PARIO_EXPORT int PMPI_File_get_size(MPI_File fh, MPI_Offset *size) {
+static int get_size_body(MPI_File fh, MPI_Offset *size) {
   static const char op[] = "MPI_File_get_size";
   pario_file *f;
   int rc = pario_file_check_out(fh, op, size, &f);
@@ -72,41 +88,53 @@ PARIO_EXPORT int PMPI_File_get_size(MPI_File fh, MPI_Offset *size) {
   *size = s;
   return MPI_SUCCESS;
 }
+PARIO_EXPORT int PMPI_File_get_size(MPI_File fh, MPI_Offset *size) {
+  PARIO_API_TRACED("MPI_File_get_size", fh, get_size_body(fh, size));
+}
 PARIO_WEAK_ALIAS(MPI_File_get_size)
 
-PARIO_EXPORT int PMPI_File_sync(MPI_File fh) {
+static int sync_body(MPI_File fh) {
   static const char op[] = "MPI_File_sync";
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
   int code = pario_layers_sync(f, op); /* operations already started and kept writes reach storage too */
-  int e = (f->amode & MPI_MODE_RDONLY) ? 0 : f->drv->sync(f->dh);
+  int e = (f->amode & MPI_MODE_RDONLY) ? 0 : pario_drv_sync(f);
   if (code == MPI_SUCCESS) code = e ? pario_err(pario_errno_class(e), op, f->filename, e, "fsync failed") : MPI_SUCCESS;
   int worst = pario_agree(f->comm, code); /* collective: everyone's data is on storage after it */
   if (worst != MPI_SUCCESS && code == MPI_SUCCESS)
     code = pario_err(worst, op, f->filename, 0, "sync failed on another rank");
   return pario_file_error(fh, code);
 }
+PARIO_EXPORT int PMPI_File_sync(MPI_File fh) {
+  PARIO_API_TRACED("MPI_File_sync", fh, sync_body(fh));
+}
 PARIO_WEAK_ALIAS(MPI_File_sync)
 
-PARIO_EXPORT int PMPI_File_get_group(MPI_File fh, MPI_Group *group) {
+static int get_group_body(MPI_File fh, MPI_Group *group) {
   pario_file *f;
   int rc = pario_file_check_out(fh, "MPI_File_get_group", group, &f);
   if (rc != MPI_SUCCESS) return rc;
   return pario_file_error(fh, PMPI_Comm_group(f->comm, group));
 }
+PARIO_EXPORT int PMPI_File_get_group(MPI_File fh, MPI_Group *group) {
+  PARIO_API_TRACED("MPI_File_get_group", fh, get_group_body(fh, group));
+}
 PARIO_WEAK_ALIAS(MPI_File_get_group)
 
-PARIO_EXPORT int PMPI_File_get_amode(MPI_File fh, int *amode) {
+static int get_amode_body(MPI_File fh, int *amode) {
   pario_file *f;
   int rc = pario_file_check_out(fh, "MPI_File_get_amode", amode, &f);
   if (rc != MPI_SUCCESS) return rc;
   *amode = f->amode;
   return MPI_SUCCESS;
 }
+PARIO_EXPORT int PMPI_File_get_amode(MPI_File fh, int *amode) {
+  PARIO_API_TRACED("MPI_File_get_amode", fh, get_amode_body(fh, amode));
+}
 PARIO_WEAK_ALIAS(MPI_File_get_amode)
 
-PARIO_EXPORT int PMPI_File_set_info(MPI_File fh, MPI_Info info) {
+static int set_info_body(MPI_File fh, MPI_Info info) {
   static const char op[] = "MPI_File_set_info";
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);
@@ -126,9 +154,12 @@ PARIO_EXPORT int PMPI_File_set_info(MPI_File fh, MPI_Info info) {
   pario_layers_set_info(f);
   return MPI_SUCCESS;
 }
+PARIO_EXPORT int PMPI_File_set_info(MPI_File fh, MPI_Info info) {
+  PARIO_API_TRACED("MPI_File_set_info", fh, set_info_body(fh, info));
+}
 PARIO_WEAK_ALIAS(MPI_File_set_info)
 
-PARIO_EXPORT int PMPI_File_get_info(MPI_File fh, MPI_Info *info_used) {
+static int get_info_body(MPI_File fh, MPI_Info *info_used) {
   pario_file *f;
   int rc = pario_file_check_out(fh, "MPI_File_get_info", info_used, &f);
   if (rc != MPI_SUCCESS) return rc;
@@ -138,9 +169,12 @@ PARIO_EXPORT int PMPI_File_get_info(MPI_File fh, MPI_Info *info_used) {
   pthread_mutex_unlock(&f->lock);
   return pario_file_error(fh, rc);
 }
+PARIO_EXPORT int PMPI_File_get_info(MPI_File fh, MPI_Info *info_used) {
+  PARIO_API_TRACED("MPI_File_get_info", fh, get_info_body(fh, info_used));
+}
 PARIO_WEAK_ALIAS(MPI_File_get_info)
 
-PARIO_EXPORT int PMPI_File_set_atomicity(MPI_File fh, int flag) {
+static int set_atomicity_body(MPI_File fh, int flag) {
   static const char op[] = "MPI_File_set_atomicity";
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);
@@ -164,9 +198,12 @@ PARIO_EXPORT int PMPI_File_set_atomicity(MPI_File fh, int flag) {
   }
   return pario_file_error(fh, code);
 }
+PARIO_EXPORT int PMPI_File_set_atomicity(MPI_File fh, int flag) {
+  PARIO_API_TRACED("MPI_File_set_atomicity", fh, set_atomicity_body(fh, flag));
+}
 PARIO_WEAK_ALIAS(MPI_File_set_atomicity)
 
-PARIO_EXPORT int PMPI_File_get_atomicity(MPI_File fh, int *flag) {
+static int get_atomicity_body(MPI_File fh, int *flag) {
   pario_file *f;
   int rc = pario_file_check_out(fh, "MPI_File_get_atomicity", flag, &f);
   if (rc != MPI_SUCCESS) return rc;
@@ -174,5 +211,8 @@ PARIO_EXPORT int PMPI_File_get_atomicity(MPI_File fh, int *flag) {
   *flag = f->atomic;
   pthread_mutex_unlock(&f->lock);
   return MPI_SUCCESS;
+}
+PARIO_EXPORT int PMPI_File_get_atomicity(MPI_File fh, int *flag) {
+  PARIO_API_TRACED("MPI_File_get_atomicity", fh, get_atomicity_body(fh, flag));
 }
 PARIO_WEAK_ALIAS(MPI_File_get_atomicity)

@@ -2,6 +2,7 @@
  * part of the file (the individual pointer moves at the call, as the standard says) and hands
  * the transfer to the async engine. Collective forms run the two-phase exchange on the
  * engine's thread, in the order they were started (the same on every rank). */
+#include "api/calltrace.h"
 #include "async/engine.h"
 #include "core/rep.h"
 
@@ -33,8 +34,8 @@ static void coll_take_part(pario_file *f, const pario_snap *s, const char *op, i
   pario_engine_submit_coll(f, s, op, rw, 0, NULL, 0, MPI_BYTE, NULL, NULL);
 }
 
-static int nb_start(MPI_File fh, const char *op, int rw, int coll, int explicit_off, MPI_Offset offset,
-                    void *buf, MPI_Count count, MPI_Datatype type, MPI_Request *req) {
+static int nb_body(MPI_File fh, const char *op, int rw, int coll, int explicit_off, MPI_Offset offset,
+                   void *buf, MPI_Count count, MPI_Datatype type, MPI_Request *req, MPI_Offset *at) {
   pario_file *f;
   pario_snap s;
   MPI_Offset pos = 0;
@@ -52,13 +53,24 @@ static int nb_start(MPI_File fh, const char *op, int rw, int coll, int explicit_
   rc = coll ? pario_engine_submit_coll(f, &s, op, rw, pos, buf, count, type, req, NULL)
             : pario_engine_submit(f, &s, op, rw, pos, buf, count, type, req, NULL);
   pario_snap_drop(&s);
+  *at = pos;
   return pario_file_error(fh, rc);
+}
+
+/* The call's span covers queuing only; the job's own spans (cat async) show the transfer. */
+static int nb_start(MPI_File fh, const char *op, int rw, int coll, int explicit_off, MPI_Offset offset,
+                    void *buf, MPI_Count count, MPI_Datatype type, MPI_Request *req) {
+  uint64_t t0 = PARIO_TRACE_T0();
+  pario_call_data d = {-1, count, 0, type, coll};
+  int rc = nb_body(fh, op, rw, coll, explicit_off, offset, buf, count, type, req, &d.pos);
+  if (PARIO_TRACING()) pario_api_trace(op, t0, fh, rc, &d);
+  return rc;
 }
 
 /* Split collectives: one per file at a time; begin starts it, end waits for it. An active
  * one is checked first, so an erroneous second begin moves no file pointer. */
-static int split_begin(MPI_File fh, const char *op, int rw, int explicit_off, MPI_Offset offset,
-                       void *buf, MPI_Count count, MPI_Datatype type) {
+static int begin_body(MPI_File fh, const char *op, int rw, int explicit_off, MPI_Offset offset,
+                      void *buf, MPI_Count count, MPI_Datatype type, MPI_Offset *at) {
   pario_file *f;
   pario_snap s;
   MPI_Offset pos = 0;
@@ -77,10 +89,20 @@ static int split_begin(MPI_File fh, const char *op, int rw, int explicit_off, MP
     if (rc == MPI_SUCCESS) pario_engine_split_start(f, j, rw);
   }
   pario_snap_drop(&s);
+  *at = pos;
   return rc;
 }
 
-static int split_end(MPI_File fh, const char *op, int rw, MPI_Status *status) {
+static int split_begin(MPI_File fh, const char *op, int rw, int explicit_off, MPI_Offset offset,
+                       void *buf, MPI_Count count, MPI_Datatype type) {
+  uint64_t t0 = PARIO_TRACE_T0();
+  pario_call_data d = {-1, count, 0, type, 1};
+  int rc = begin_body(fh, op, rw, explicit_off, offset, buf, count, type, &d.pos);
+  if (PARIO_TRACING()) pario_api_trace(op, t0, fh, rc, &d);
+  return rc;
+}
+
+static int end_body(MPI_File fh, const char *op, int rw, MPI_Status *status, MPI_Count *moved) {
   pario_file *f;
   MPI_Count bytes = 0;
   pario_status_set(status, 0);
@@ -92,7 +114,16 @@ static int split_end(MPI_File fh, const char *op, int rw, MPI_Status *status) {
                                           "no matching split collective operation is active on this file"));
   rc = pario_engine_wait(j, &bytes);
   pario_status_set(status, bytes);
+  *moved = bytes;
   return pario_file_error(fh, rc);
+}
+
+static int split_end(MPI_File fh, const char *op, int rw, MPI_Status *status) {
+  uint64_t t0 = PARIO_TRACE_T0();
+  pario_call_data d = {-1, 0, 0, MPI_BYTE, 1};
+  int rc = end_body(fh, op, rw, status, &d.bytes);
+  if (PARIO_TRACING()) pario_api_trace(op, t0, fh, rc, &d);
+  return rc;
 }
 
 #define NOCONST

@@ -1,14 +1,15 @@
 /* Blocking data access entry points: individual file pointer and explicit offset, independent
  * and collective, with their MPI-4 large-count twins. Collective calls go to the collective/
  * layer, which aggregates or lets each rank access independently. */
+#include "api/calltrace.h"
 #include "collective/collective.h"
 #include "core/file.h"
 #include "core/rep.h"
 
 /* coll: a collective call, which every rank must join even with bad arguments (it then
  * takes part with nothing to access) so that nobody waits for it. */
-static int rw_common(MPI_File fh, const char *op, int rw, int coll, int explicit_off, MPI_Offset offset,
-                     void *buf, MPI_Count count, MPI_Datatype type, MPI_Status *status) {
+static int rw_body(MPI_File fh, const char *op, int rw, int coll, int explicit_off, MPI_Offset offset,
+                   void *buf, MPI_Count count, MPI_Datatype type, MPI_Status *status, pario_call_data *d) {
   pario_file *f;
   const pario_typemap *tm;
   MPI_Count bytes = 0;
@@ -49,7 +50,18 @@ static int rw_common(MPI_File fh, const char *op, int rw, int coll, int explicit
   }
   pario_status_set(status, pario_rep_native_bytes(s.view, type, count, bytes));
   pario_snap_drop(&s);
+  d->pos = pos;
+  d->bytes = bytes;
   return pario_file_error(fh, rc);
+}
+
+static int rw_common(MPI_File fh, const char *op, int rw, int coll, int explicit_off, MPI_Offset offset,
+                     void *buf, MPI_Count count, MPI_Datatype type, MPI_Status *status) {
+  uint64_t t0 = PARIO_TRACE_T0();
+  pario_call_data d = {-1, count, 0, type, coll};
+  int rc = rw_body(fh, op, rw, coll, explicit_off, offset, buf, count, type, status, &d);
+  if (PARIO_TRACING()) pario_api_trace(op, t0, fh, rc, &d);
+  return rc;
 }
 
 #define DEF_FP(name, rw, coll, cq, ct)                                                            \

@@ -3,6 +3,7 @@
  * place in one collective step of the component (sharedfp/select.c); seek_shared is
  * collective. A collective call with bad arguments on one rank still takes part, with
  * nothing to access, so the other ranks never wait for it. */
+#include "api/calltrace.h"
 #include "async/engine.h"
 #include "core/rep.h"
 #include "sharedfp/sharedfp.h"
@@ -50,11 +51,11 @@ static int done_request(pario_file *f, const char *op, MPI_Count bytes, MPI_Requ
   return MPI_SUCCESS;
 }
 
-static int shared_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count,
-                     MPI_Datatype type, MPI_Status *status, MPI_Request *req) {
+static int shared_rw_body(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count,
+                          MPI_Datatype type, MPI_Status *status, MPI_Request *req, pario_call_data *d) {
   pario_file *f;
   pario_snap s;
-  MPI_Offset n, pos;
+  MPI_Offset n, pos = 0;
   MPI_Count bytes = 0;
   if (req) *req = MPI_REQUEST_NULL;
   pario_status_set(status, 0);
@@ -73,20 +74,22 @@ static int shared_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count c
       rc = pario_engine_submit(f, &s, op, rw, pos * es, buf, count, type, req, NULL);
     else if (rc == MPI_SUCCESS)
       rc = pario_access(f, &s, op, rw, pos * es, buf, count, type, &bytes);
+    d->pos = pos * es;
     bytes = pario_rep_native_bytes(s.view, type, count, bytes);
   }
   pario_snap_drop(&s);
   pario_status_set(status, bytes);
+  d->bytes = bytes;
   return pario_file_error(fh, rc);
 }
 
 /* Ordered calls are collective: a rank whose arguments are bad still reserves nothing in the
  * collective step (n = 0), so the others complete, and then returns its error. */
-static int ordered_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count,
-                      MPI_Datatype type, MPI_Status *status) {
+static int ordered_rw_body(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count,
+                           MPI_Datatype type, MPI_Status *status, pario_call_data *d) {
   pario_file *f;
   pario_snap s;
-  MPI_Offset n, pos;
+  MPI_Offset n, pos = 0;
   MPI_Count bytes = 0;
   pario_status_set(status, 0);
   int rc = pario_file_check(fh, op, &f);
@@ -96,15 +99,17 @@ static int ordered_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count 
   rc = pario_sharedfp_ordered(f, op, n, &pos);
   if (bad != MPI_SUCCESS) rc = bad;
   else if (rc == MPI_SUCCESS) rc = pario_access(f, &s, op, rw, pos * s.view->esize, buf, count, type, &bytes);
+  if (rc == MPI_SUCCESS) d->pos = pos * s.view->esize;
   pario_status_set(status, pario_rep_native_bytes(s.view, type, count, bytes));
   pario_snap_drop(&s);
+  d->bytes = bytes;
   return pario_file_error(fh, rc);
 }
 
-static int ordered_begin(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count, MPI_Datatype type) {
+static int ordered_begin_body(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count, MPI_Datatype type) {
   pario_file *f;
   pario_snap s;
-  MPI_Offset n, pos;
+  MPI_Offset n, pos = 0;
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
   if (pario_engine_split_active(f))
@@ -121,7 +126,7 @@ static int ordered_begin(MPI_File fh, const char *op, int rw, void *buf, MPI_Cou
   return pario_file_error(fh, rc);
 }
 
-static int ordered_end(MPI_File fh, const char *op, int rw, MPI_Status *status) {
+static int ordered_end_body(MPI_File fh, const char *op, int rw, MPI_Status *status) {
   pario_file *f;
   MPI_Count bytes = 0;
   pario_status_set(status, 0);
@@ -134,6 +139,34 @@ static int ordered_end(MPI_File fh, const char *op, int rw, MPI_Status *status) 
   rc = pario_engine_wait(j, &bytes);
   pario_status_set(status, bytes);
   return pario_file_error(fh, rc);
+}
+
+/* The entry points' spans (calltrace.h): the bodies above, timed. */
+static int shared_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count, MPI_Datatype type,
+                     MPI_Status *status, MPI_Request *req) {
+  uint64_t t0 = PARIO_TRACE_T0();
+  pario_call_data d = {-1, count, 0, type, 0};
+  int rc = shared_rw_body(fh, op, rw, buf, count, type, status, req, &d);
+  if (PARIO_TRACING()) pario_api_trace(op, t0, fh, rc, &d);
+  return rc;
+}
+static int ordered_rw(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count, MPI_Datatype type,
+                      MPI_Status *status) {
+  uint64_t t0 = PARIO_TRACE_T0();
+  pario_call_data d = {-1, count, 0, type, 1};
+  int rc = ordered_rw_body(fh, op, rw, buf, count, type, status, &d);
+  if (PARIO_TRACING()) pario_api_trace(op, t0, fh, rc, &d);
+  return rc;
+}
+static int ordered_begin(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count, MPI_Datatype type) {
+  uint64_t t0 = PARIO_TRACE_T0();
+  int rc = ordered_begin_body(fh, op, rw, buf, count, type);
+  pario_call_data d = {-1, count, 0, type, 1};
+  if (PARIO_TRACING()) pario_api_trace(op, t0, fh, rc, &d);
+  return rc;
+}
+static int ordered_end(MPI_File fh, const char *op, int rw, MPI_Status *status) {
+  PARIO_API_TRACED(op, fh, ordered_end_body(fh, op, rw, status));
 }
 
 #define NOCONST
@@ -186,7 +219,7 @@ DEF_ORD_BEGIN(MPI_File_read_ordered_begin_c, PARIO_READ, NOCONST, MPI_Count)
 DEF_ORD_BEGIN(MPI_File_write_ordered_begin_c, PARIO_WRITE, const, MPI_Count)
 #endif
 
-PARIO_EXPORT int PMPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence) {
+static int seek_shared(MPI_File fh, MPI_Offset offset, int whence) {
   static const char op[] = "MPI_File_seek_shared";
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);
@@ -213,13 +246,19 @@ PARIO_EXPORT int PMPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whenc
   else if (rc == MPI_SUCCESS) rc = pario_err(worst, op, f->filename, 0, "seek_shared failed on another rank");
   return pario_file_error(fh, rc);
 }
+PARIO_EXPORT int PMPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence) {
+  PARIO_API_TRACED("MPI_File_seek_shared", fh, seek_shared(fh, offset, whence));
+}
 PARIO_WEAK_ALIAS(MPI_File_seek_shared)
 
-PARIO_EXPORT int PMPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset) {
+static int get_position_shared(MPI_File fh, MPI_Offset *offset) {
   static const char op[] = "MPI_File_get_position_shared";
   pario_file *f;
   int rc = pario_file_check_out(fh, op, offset, &f);
   if (rc != MPI_SUCCESS) return rc;
   return pario_file_error(fh, pario_sharedfp_position(f, op, offset));
+}
+PARIO_EXPORT int PMPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset) {
+  PARIO_API_TRACED("MPI_File_get_position_shared", fh, get_position_shared(fh, offset));
 }
 PARIO_WEAK_ALIAS(MPI_File_get_position_shared)

@@ -1,16 +1,21 @@
 /* View and file pointer entry points: set_view/get_view, seek, get_position,
  * get_byte_offset and get_type_extent. */
+#include "api/calltrace.h"
 #include "core/file.h"
 #include "core/rep.h"
 
 #include <string.h>
 
-PARIO_EXPORT int PMPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype,
-                                    MPI_Datatype filetype, const char *datarep, MPI_Info info) {
+static int set_view_body(MPI_File fh, MPI_Offset disp, MPI_Datatype etype,
+                         MPI_Datatype filetype, const char *datarep, MPI_Info info) {
   pario_file *f;
   int rc = pario_file_check(fh, "MPI_File_set_view", &f);
   if (rc != MPI_SUCCESS) return rc;
   return pario_file_error(fh, pario_set_view(f, "MPI_File_set_view", disp, etype, filetype, datarep, info));
+}
+PARIO_EXPORT int PMPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype,
+                                    MPI_Datatype filetype, const char *datarep, MPI_Info info) {
+  PARIO_API_TRACED("MPI_File_set_view", fh, set_view_body(fh, disp, etype, filetype, datarep, info));
 }
 PARIO_WEAK_ALIAS(MPI_File_set_view)
 
@@ -21,8 +26,8 @@ static MPI_Datatype give(MPI_Datatype t) {
   return d;
 }
 
-PARIO_EXPORT int PMPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype,
-                                    MPI_Datatype *filetype, char *datarep) {
+static int get_view_body(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype,
+                         MPI_Datatype *filetype, char *datarep) {
   static const char op[] = "MPI_File_get_view";
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);
@@ -37,9 +42,13 @@ PARIO_EXPORT int PMPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype 
   pthread_mutex_unlock(&f->lock);
   return MPI_SUCCESS;
 }
+PARIO_EXPORT int PMPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype,
+                                    MPI_Datatype *filetype, char *datarep) {
+  PARIO_API_TRACED("MPI_File_get_view", fh, get_view_body(fh, disp, etype, filetype, datarep));
+}
 PARIO_WEAK_ALIAS(MPI_File_get_view)
 
-PARIO_EXPORT int PMPI_File_seek(MPI_File fh, MPI_Offset offset, int whence) {
+static int seek_body(MPI_File fh, MPI_Offset offset, int whence) {
   static const char op[] = "MPI_File_seek";
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);
@@ -66,9 +75,12 @@ PARIO_EXPORT int PMPI_File_seek(MPI_File fh, MPI_Offset offset, int whence) {
   pthread_mutex_unlock(&f->lock);
   return pario_file_error(fh, rc);
 }
+PARIO_EXPORT int PMPI_File_seek(MPI_File fh, MPI_Offset offset, int whence) {
+  PARIO_API_TRACED("MPI_File_seek", fh, seek_body(fh, offset, whence));
+}
 PARIO_WEAK_ALIAS(MPI_File_seek)
 
-PARIO_EXPORT int PMPI_File_get_position(MPI_File fh, MPI_Offset *offset) {
+static int get_position_body(MPI_File fh, MPI_Offset *offset) {
   static const char op[] = "MPI_File_get_position";
   pario_file *f;
   int rc = pario_file_check_out(fh, op, offset, &f);
@@ -81,9 +93,12 @@ PARIO_EXPORT int PMPI_File_get_position(MPI_File fh, MPI_Offset *offset) {
   pthread_mutex_unlock(&f->lock);
   return MPI_SUCCESS;
 }
+PARIO_EXPORT int PMPI_File_get_position(MPI_File fh, MPI_Offset *offset) {
+  PARIO_API_TRACED("MPI_File_get_position", fh, get_position_body(fh, offset));
+}
 PARIO_WEAK_ALIAS(MPI_File_get_position)
 
-PARIO_EXPORT int PMPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_Offset *disp) {
+static int get_byte_offset_body(MPI_File fh, MPI_Offset offset, MPI_Offset *disp) {
   static const char op[] = "MPI_File_get_byte_offset";
   pario_file *f;
   int rc = pario_file_check_out(fh, op, disp, &f);
@@ -94,6 +109,9 @@ PARIO_EXPORT int PMPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_O
   *disp = pario_view_file_offset(f->view, offset * f->view->esize);
   pthread_mutex_unlock(&f->lock);
   return MPI_SUCCESS;
+}
+PARIO_EXPORT int PMPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_Offset *disp) {
+  PARIO_API_TRACED("MPI_File_get_byte_offset", fh, get_byte_offset_body(fh, offset, disp));
 }
 PARIO_WEAK_ALIAS(MPI_File_get_byte_offset)
 
@@ -120,17 +138,23 @@ static int type_extent(MPI_File fh, MPI_Datatype type, MPI_Count *extent) {
   return pario_file_error(fh, rc);
 }
 
-PARIO_EXPORT int PMPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent) {
+static int get_type_extent_body(MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent) {
   MPI_Count e = 0;
   int rc = type_extent(fh, datatype, &e);
   if (rc == MPI_SUCCESS && extent) *extent = (MPI_Aint)e;
   return rc;
 }
+PARIO_EXPORT int PMPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent) {
+  PARIO_API_TRACED("MPI_File_get_type_extent", fh, get_type_extent_body(fh, datatype, extent));
+}
 PARIO_WEAK_ALIAS(MPI_File_get_type_extent)
 
 #ifdef PARIO_HAVE_LARGE_COUNT
-PARIO_EXPORT int PMPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype datatype, MPI_Count *extent) {
+static int get_type_extent_c_body(MPI_File fh, MPI_Datatype datatype, MPI_Count *extent) {
   return type_extent(fh, datatype, extent);
+}
+PARIO_EXPORT int PMPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype datatype, MPI_Count *extent) {
+  PARIO_API_TRACED("MPI_File_get_type_extent_c", fh, get_type_extent_c_body(fh, datatype, extent));
 }
 PARIO_WEAK_ALIAS(MPI_File_get_type_extent_c)
 #endif

@@ -6,6 +6,7 @@
 #include "async/engine.h"
 #include "collective/collective.h"
 #include "core/rep.h"
+#include "trace/trace.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -46,6 +47,7 @@ struct pario_job {
   int completed;   /* MPI_Grequest_complete has returned (MPICH's MPI_Waitall asserts on an
                     * incomplete generalized request when the array holds MPI_REQUEST_NULL) */
   int refs;        /* a job with a request: the worker's and the request's, under q_lock */
+  uint64_t trace_id, queued_at; /* tracing: the job's number and when it was queued */
   struct pario_job *lnext, *lprev; /* the live list: jobs whose request is not freed yet */
 };
 
@@ -53,6 +55,7 @@ static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t drain_cond = PTHREAD_COND_INITIALIZER;
 static job *head, *tail;
+static long qdepth; /* jobs queued, not yet taken (a trace counter) */
 static int nworkers, stopping;
 static pthread_t *workers;
 static job *live;            /* jobs with a generalized request, until MPI frees it */
@@ -107,6 +110,7 @@ static void run(job *j) {
   MPI_Count bytes = 0;
   int code;
   engine_file *ef = j->ef;
+  uint64_t t0 = PARIO_TRACE_T0();
   if (j->coll) { /* collectives of one file run in the order they started, on every rank */
     pthread_mutex_lock(&q_lock);
     while (ef->coll_turn != j->ticket) pthread_cond_wait(&drain_cond, &q_lock);
@@ -115,6 +119,10 @@ static void run(job *j) {
   } else {
     code = pario_access(j->f, &j->snap, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
   }
+  PARIO_TRACE_SPANX(PARIO_TC_ASYNC, "job", t0, 0, "op", j->op, PARIO_TA("job", j->trace_id),
+                    PARIO_TA("file", j->f->uid), PARIO_TA("pos", j->pos), PARIO_TA("bytes", bytes),
+                    PARIO_TA("coll", j->coll != NULL), PARIO_TA("queued_ns", t0 ? t0 - j->queued_at : 0),
+                    PARIO_TA("rc", code));
   bytes = pario_rep_native_bytes(j->snap.view, j->type, j->count, bytes); /* what the status reports */
   if (j->owned_type) { /* not in free_fn: MPI may not be called from a grequest callback */
     PMPI_Type_free(&j->type);
@@ -150,6 +158,8 @@ static job *take_runnable(void) {
     if (j->ef->running >= j->ef->limit) continue;
     if (prev) prev->next = j->next; else head = j->next;
     if (tail == j) tail = prev;
+    qdepth--;
+    PARIO_TRACE_COUNTER("queue_depth", qdepth);
     j->ef->running++;
     j->by_worker = 1;
     return j;
@@ -230,6 +240,12 @@ static int submit(pario_file *f, const pario_snap *s, const char *op, int rw, MP
     j->detached = 1;
   }
   j->coll = coll;
+  if (PARIO_TRACING()) {
+    j->trace_id = pario_trace_flow_new();
+    j->queued_at = pario_trace_now();
+    PARIO_TRACE_INSTANT(PARIO_TC_ASYNC, "queued", "op", op, PARIO_TA("job", j->trace_id), PARIO_TA("file", f->uid),
+                        PARIO_TA("pos", pos), PARIO_TA("coll", coll != NULL));
+  }
   pthread_mutex_lock(&q_lock);
   if (j->req != MPI_REQUEST_NULL) {
     j->refs = 2;
@@ -250,6 +266,8 @@ static int submit(pario_file *f, const pario_snap *s, const char *op, int rw, MP
   j->next = NULL;
   if (tail) tail->next = j; else head = j;
   tail = j;
+  qdepth++;
+  PARIO_TRACE_COUNTER("queue_depth", qdepth);
   pthread_cond_signal(&q_cond);
   pthread_mutex_unlock(&q_lock);
   return MPI_SUCCESS;
@@ -275,6 +293,8 @@ static int take_if_next(job *j) {
   if (j != head || j->coll) return 0;
   head = j->next;
   if (!head) tail = NULL;
+  qdepth--;
+  PARIO_TRACE_COUNTER("queue_depth", qdepth);
   return 1;
 }
 

@@ -5,6 +5,7 @@
  * agreement. Any failure before the rounds is every rank's error; ranks never abort. */
 #include "collective/internal.h"
 #include "core/rep.h"
+#include "trace/trace.h"
 
 #include <fcntl.h>
 
@@ -68,10 +69,15 @@ static int prepare(pario_coll_ctx *c, coll_call *x) {
 /* Two-phase I/O of call x; every rank's result. */
 static int two_phase(pario_coll_ctx *c, coll_call *x) {
   const char *what = x->rw == PARIO_WRITE ? "write" : "read";
+  uint64_t t0 = PARIO_TRACE_T0();
   int rc = prepare(c, x);
+  PARIO_TRACE_SPAN(PARIO_TC_COLL, "plan", t0, PARIO_TA("naggr", x->plan.naggr), PARIO_TA("me_aggr", x->me_aggr),
+                   PARIO_TA("rounds", x->plan.rounds), PARIO_TA("cb", x->plan.cb), PARIO_TA("bytes", x->n));
   /* Nobody starts the rounds unless everybody is ready: a rank without its buffers would
    * leave the others waiting for its messages. */
+  t0 = PARIO_TRACE_T0();
   int worst = pario_agree(c->comm, rc);
+  PARIO_TRACE_SPAN(PARIO_TC_COLL, "wait_ready", t0, PARIO_TA("rc", worst));
   if (worst != MPI_SUCCESS) {
     coll_views_forget(c); /* every rank starts afresh next time */
     c->aggr_for = 0;
@@ -79,7 +85,9 @@ static int two_phase(pario_coll_ctx *c, coll_call *x) {
     rc = coll_rounds(c, x);
     /* A write fails everywhere if any aggregator failed; a reader learnt from the tags
      * whether the aggregators that served it succeeded, and that is all it needs. */
+    t0 = PARIO_TRACE_T0();
     worst = x->rw == PARIO_WRITE ? pario_agree(c->comm, rc) : rc;
+    if (x->rw == PARIO_WRITE) PARIO_TRACE_SPAN(PARIO_TC_COLL, "wait_done", t0, PARIO_TA("rc", worst));
   }
   if (rc == MPI_SUCCESS && worst != MPI_SUCCESS)
     rc = pario_err(worst, x->op, c->f->filename, 0, "the collective %s failed on another rank", what);
@@ -100,6 +108,8 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
     count = 0, tm = NULL, want = 0; /* the checks at the call refused it already */
   if (coll_reads_alone(rw == PARIO_WRITE, f->hints.romio_cb_read, f->nodes, f->hints.cb_nodes_given)) {
     c->why = COLL_WHY_ONE_NODE_READ;
+    PARIO_TRACE_INSTANT(PARIO_TC_COLL, "decide", "why", coll_why_name(c->why), PARIO_TA("file", f->uid),
+                        PARIO_TA("aggregate", 0), PARIO_TA("np", c->np));
     return independently(f, s, op, rw, pos, buf, count, type, tm, bytes, 0);
   }
   if (s->view->rep && s->view->rep->kind != PARIO_REP_EXT32) {
@@ -114,11 +124,15 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
   struct coll_info mine = describe(f, s->view, rw, pos, n);
   MPI_Request rq;
   MPI_Status st;
+  uint64_t t0 = PARIO_TRACE_T0();
   PMPI_Iallgather(&mine, COLL_INFO_WORDS, MPI_LONG_LONG, c->info, COLL_INFO_WORDS, MPI_LONG_LONG, c->comm, &rq);
   pario_wait_all(1, &rq, &st);
+  PARIO_TRACE_SPAN(PARIO_TC_COLL, "wait_allgather", t0, PARIO_TA("bytes", n));
   /* every rank reaches the same decision from the same data */
   int hint = rw == PARIO_WRITE ? f->hints.romio_cb_write : f->hints.romio_cb_read;
   c->why = coll_decide(rw == PARIO_WRITE, hint, s->atomic, c->info, c->np);
+  PARIO_TRACE_INSTANT(PARIO_TC_COLL, "decide", "why", coll_why_name(c->why), PARIO_TA("file", f->uid),
+                      PARIO_TA("aggregate", coll_why_aggregates(c->why)), PARIO_TA("np", c->np));
   if (!coll_why_aggregates(c->why)) {
     int sieving = 0; /* some rank rewrites windows around others' data: every write locks */
     for (int r = 0; r < c->np; r++) sieving |= c->info[r].sieves != 0;

@@ -10,6 +10,7 @@
  * MPI_Alltoallv would need every rank in every round). */
 #include "collective/internal.h"
 #include "core/rep.h"
+#include "trace/trace.h"
 
 #include <errno.h>
 #include <string.h>
@@ -251,12 +252,10 @@ static int io_error(const pario_coll_ctx *c, const char *op, int rw, int e, MPI_
 
 /* One storage access of the collective buffer: an errno value, or 0. */
 static int xfer(const pario_coll_ctx *c, int rw, MPI_Offset len, MPI_Offset off, size_t *got) {
-  const pario_file *f = c->f;
   struct iovec v = {c->cbuf, (size_t)len};
   *got = 0;
   if (c->eio_rank == c->rank) return EIO; /* tests: this rank's aggregation fails */
-  return rw == PARIO_WRITE ? f->drv->pwritev(f->dh, &v, 1, (off_t)off, got)
-                           : f->drv->preadv(f->dh, &v, 1, (off_t)off, got);
+  return pario_drv_xfer(c->f, rw, &v, 1, (off_t)off, got);
 }
 
 /* Chunk [cs, ce) of the window: read where the data leaves holes (a read: all of it), copy
@@ -273,7 +272,11 @@ static int one_chunk(pario_coll_ctx *c, const coll_call *x, int npc, MPI_Offset 
     holes = !covered(c, npc, tmp, lo, hi);
   }
   if (holes) { /* keep the bytes nobody writes; for reads, what the ranks asked for */
-    if ((e = xfer(c, PARIO_READ, hi - lo, lo, &got))) return io_error(c, x->op, PARIO_READ, e, hi - lo, lo);
+    uint64_t t0 = PARIO_TRACE_T0();
+    e = xfer(c, PARIO_READ, hi - lo, lo, &got);
+    if (x->rw == PARIO_WRITE)
+      PARIO_TRACE_SPAN(PARIO_TC_COLL, "read_before_write", t0, PARIO_TA("offset", lo), PARIO_TA("len", hi - lo));
+    if (e) return io_error(c, x->op, PARIO_READ, e, hi - lo, lo);
     memset(c->cbuf + got, 0, (size_t)(hi - lo - (MPI_Offset)got)); /* past end of file */
   }
   chunk_pass(c, npc, cur, cs, ce, x->rw == PARIO_WRITE ? FILL : EMPTY, lo, &lo, &hi);
@@ -300,7 +303,9 @@ static int aggregate_window(pario_coll_ctx *c, const coll_call *x, MPI_Offset lo
   MPI_Offset from, to;
   int rc = window_intervals(c, x, npc, &from, &to);
   if (x->rw == PARIO_WRITE) {
+    uint64_t t0 = PARIO_TRACE_T0();
     pario_wait_all(rd->nreq, c->reqs, c->st); /* the data, and this rank's own sends */
+    PARIO_TRACE_SPAN(PARIO_TC_COLL, "exchange", t0, PARIO_TA("requests", rd->nreq));
     rd->nreq = 0;
     pthread_rwlock_wrlock(&f->rmw_lock);
   }
@@ -322,7 +327,9 @@ static int aggregate_window(pario_coll_ctx *c, const coll_call *x, MPI_Offset lo
  * succeeded, and unpacks into non-contiguous memory. */
 static int finish_round(pario_coll_ctx *c, const coll_call *x, const round *rd) {
   int rc = MPI_SUCCESS;
+  uint64_t t0 = PARIO_TRACE_T0();
   pario_wait_all(rd->nreq, c->reqs, c->st);
+  PARIO_TRACE_SPAN(PARIO_TC_COLL, "exchange", t0, PARIO_TA("requests", rd->nreq));
   for (int i = 0; i < rd->nrecv && rc == MPI_SUCCESS; i++) {
     const MPI_Status *s = &c->st[i];
     if (s->MPI_TAG != TAG)
@@ -346,21 +353,40 @@ static int finish_round(pario_coll_ctx *c, const coll_call *x, const round *rd) 
   return rc;
 }
 
+/* The round's span: this rank's window as aggregator (aggr -1: none), the bytes it sends to
+ * other ranks and receives from them (a write's data goes to the aggregators, a read's comes
+ * back). The round's waits are its "exchange" spans, its storage accesses driver spans. */
+static void trace_round(const pario_coll_ctx *c, const coll_call *x, MPI_Offset k, const round *rd,
+                        MPI_Offset lo, MPI_Offset hi, uint64_t t0) {
+  long long mine = 0, theirs = 0;
+  for (int i = 0; i < rd->npc; i++)
+    if (c->mine_pc[i].peer != c->rank) mine += c->mine_pc[i].e - c->mine_pc[i].s;
+  for (MPI_Offset i = 0; x->me_aggr >= 0 && lo < hi && i < (MPI_Offset)c->np; i++) {
+    MPI_Offset s, e;
+    if ((int)i != c->rank && piece_in(c, x, (int)i, lo, hi, &s, &e)) theirs += e - s;
+  }
+  long long sent = x->rw == PARIO_WRITE ? mine : theirs, recv = x->rw == PARIO_WRITE ? theirs : mine;
+  PARIO_TRACE_SPAN(PARIO_TC_COLL, "round", t0, PARIO_TA("round", k), PARIO_TA("aggr", x->me_aggr),
+                   PARIO_TA("lo", lo), PARIO_TA("hi", hi), PARIO_TA("sent", sent), PARIO_TA("recv", recv));
+}
+
 int coll_rounds(pario_coll_ctx *c, const coll_call *x) {
   int rc = MPI_SUCCESS;
   /* A rank with no data and no domain has nothing to do in any round. */
   MPI_Offset rounds = x->n > 0 || x->me_aggr >= 0 ? x->plan.rounds : 0;
   for (MPI_Offset k = 0; k < rounds; k++) {
     round rd = {0};
+    uint64_t t0 = PARIO_TRACE_T0();
     own_pieces(c, x, k, &rd);
+    MPI_Offset lo = 0, hi = 0;
     if (x->me_aggr >= 0) {
-      MPI_Offset lo, hi;
       coll_plan_window(&x->plan, x->me_aggr, k, &lo, &hi);
       int e = lo < hi ? aggregate_window(c, x, lo, hi, &rd) : MPI_SUCCESS;
       if (rc == MPI_SUCCESS) rc = e;
     }
     int e = finish_round(c, x, &rd);
     if (rc == MPI_SUCCESS) rc = e;
+    if (PARIO_TRACING()) trace_round(c, x, k, &rd, lo, hi, t0);
   }
   return rc;
 }

@@ -82,6 +82,11 @@ void pario_eh_finalize(void);
  * through the default errhandler) and *out is NULL. */
 int pario_file_check(MPI_File fh, const char *op, pario_file **out);
 
+/* The driver's transfers and sync for the data path (core/io.c): every caller that moves data
+ * goes through these, so tracing sees each driver operation in one place. */
+int pario_drv_xfer(pario_file *f, int rw, const struct iovec *iov, int cnt, off_t off, size_t *got);
+int pario_drv_sync(pario_file *f);
+
 /* Process-wide finalize hook (core/finalize.c): armed once, at the first open. */
 void pario_finalize_arm(void);
 

@@ -58,6 +58,7 @@ static void apply(pario_hints *h, const char *k, const char *v) {
   else if (!strcmp(k, "pario_direct_io")) { int t; if (parse_tristate(v, &t)) h->direct_io = t == PARIO_ENABLE; }
   else if (!strcmp(k, "pario_io_threads")) { if (parse_size(v, &x) && x >= 1 && x <= 64) h->io_threads = (int)x; }
   else if (!strcmp(k, "romio_no_indep_rw")) { int t; if (parse_tristate(v, &t)) h->romio_no_indep_rw = t == PARIO_ENABLE; }
+  else if (!strcmp(k, "pario_trace")) snprintf(h->trace, sizeof h->trace, "%s", v);
   else if (!strcmp(k, "pario_sharedfp")) {
     static const char *ok[] = {"auto", "sm", "rma", "addproc", "lockedfile", "individual", NULL};
     for (int i = 0; ok[i]; i++)

@@ -20,6 +20,8 @@ typedef struct pario_hints {
   int direct_io;           /* pario_direct_io */
   int io_threads;          /* pario_io_threads */
   char sharedfp[16];       /* pario_sharedfp */
+  char trace[256];        /* pario_trace: trace directory ("" = none; PARIO_TRACE also turns
+                              tracing on, src/tracer) */
   int romio_no_indep_rw;   /* ROMIO's promise of collective-only access: accepted and
                               reported; pario opens on every rank either way */
 } pario_hints;

@@ -3,6 +3,7 @@
  * of the user's data. Atomic mode brackets the access with a byte-range lock. */
 #include "core/file.h"
 #include "core/rep.h"
+#include "trace/trace.h"
 
 #include <stdint.h>
 #include <fcntl.h>
@@ -10,6 +11,33 @@
 #include <string.h>
 
 #define MAXIOV 64
+
+/* Tracing on: the transfer under a new request id (flow) that a remote driver can read with
+ * pario_trace_flow_current() and send along, so the server's events link back to it. */
+static int xfer_traced(pario_file *f, int rw, const struct iovec *iov, int cnt, off_t off, size_t *got) {
+  uint64_t flow = pario_trace_flow_new(), t0 = pario_trace_now();
+  pario_trace_flow_set(flow);
+  int e = rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, off, got) : f->drv->preadv(f->dh, iov, cnt, off, got);
+  pario_trace_flow_set(0);
+  size_t len = 0;
+  for (int i = 0; i < cnt; i++) len += iov[i].iov_len;
+  PARIO_TRACE_SPANX(PARIO_TC_DRIVER, rw == PARIO_WRITE ? "pwritev" : "preadv", t0, flow, "driver", f->drv->name,
+                    PARIO_TA("file", f->uid), PARIO_TA("offset", off), PARIO_TA("len", len), PARIO_TA("done", *got),
+                    PARIO_TA("iovcnt", cnt), PARIO_TA("err", e));
+  return e;
+}
+
+int pario_drv_xfer(pario_file *f, int rw, const struct iovec *iov, int cnt, off_t off, size_t *got) {
+  if (PARIO_TRACING()) return xfer_traced(f, rw, iov, cnt, off, got);
+  return rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, off, got) : f->drv->preadv(f->dh, iov, cnt, off, got);
+}
+
+int pario_drv_sync(pario_file *f) {
+  uint64_t t0 = PARIO_TRACE_T0();
+  int e = f->drv->sync(f->dh);
+  PARIO_TRACE_SPANX(PARIO_TC_DRIVER, "sync", t0, 0, "driver", f->drv->name, PARIO_TA("file", f->uid), PARIO_TA("err", e));
+  return e;
+}
 
 int pario_access_check(pario_file *f, const pario_view *v, const char *op, int rw, const void *buf,
                        MPI_Count count, MPI_Datatype type, const pario_typemap **tm) {
@@ -79,8 +107,7 @@ static int xfer_seg(pario_file *f, const char *op, int rw, pario_mcursor *mc, MP
     int cnt;
     size_t got = 0;
     MPI_Offset m = pario_mcursor_iov(mc, seg, iov, MAXIOV, &cnt);
-    int e = rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, (off_t)off, &got)
-                              : f->drv->preadv(f->dh, iov, cnt, (off_t)off, &got);
+    int e = pario_drv_xfer(f, rw, iov, cnt, (off_t)off, &got);
     *done += (MPI_Offset)got;
     if (e) {
       rc = xfer_error(f, op, rw, e, m, off);
@@ -137,7 +164,10 @@ static int sieve_read(pario_file *f, const char *op, pario_fcursor *fc, pario_mc
         }
         size_t got = 0;
         struct iovec v = {win, (size_t)PARIO_MIN(cap, last - off)};
-        int e = f->drv->preadv(f->dh, &v, 1, (off_t)off, &got);
+        uint64_t t0 = PARIO_TRACE_T0();
+        int e = pario_drv_xfer(f, PARIO_READ, &v, 1, (off_t)off, &got);
+        PARIO_TRACE_SPAN(PARIO_TC_SIEVE, "read_window", t0, PARIO_TA("file", f->uid), PARIO_TA("offset", off),
+                         PARIO_TA("len", v.iov_len), PARIO_TA("got", got));
         if (e) {
           rc = xfer_error(f, op, PARIO_READ, e, (MPI_Offset)v.iov_len, off);
           break;
@@ -222,7 +252,10 @@ static int sieve_read_scatter(pario_file *f, const char *op, pario_fcursor *fc, 
     }
     size_t got = 0;
     MPI_Offset want = off - wstart;
-    int e = f->drv->preadv(f->dh, iov, k, (off_t)wstart, &got);
+    uint64_t t0 = PARIO_TRACE_T0();
+    int e = pario_drv_xfer(f, PARIO_READ, iov, k, (off_t)wstart, &got);
+    PARIO_TRACE_SPAN(PARIO_TC_SIEVE, "scatter_window", t0, PARIO_TA("file", f->uid), PARIO_TA("offset", wstart),
+                     PARIO_TA("len", want), PARIO_TA("data", data), PARIO_TA("iovcnt", k));
     if (e) {
       rc = xfer_error(f, op, PARIO_READ, e, want, wstart);
       break;
@@ -264,7 +297,8 @@ static int sieve_write(pario_file *f, int atomic, const char *op, pario_fcursor 
       seg = 0;
       continue;
     }
-    MPI_Offset wstart = off, wlen = PARIO_MIN(cap, last - off), end = wstart + wlen;
+    MPI_Offset wstart = off, wlen = PARIO_MIN(cap, last - off), end = wstart + wlen, used = 0;
+    uint64_t t0 = PARIO_TRACE_T0();
     int locked = !atomic; /* atomic mode already holds a lock over the whole access */
     if (locked) {
       int e = f->drv->lock(f->dh, PARIO_LOCK_WRITE, wstart, wlen);
@@ -275,11 +309,10 @@ static int sieve_write(pario_file *f, int atomic, const char *op, pario_fcursor 
     }
     size_t got = 0;
     struct iovec v = {win, (size_t)wlen};
-    int e = f->drv->preadv(f->dh, &v, 1, (off_t)wstart, &got);
+    int e = pario_drv_xfer(f, PARIO_READ, &v, 1, (off_t)wstart, &got);
     if (e) rc = xfer_error(f, op, PARIO_READ, e, wlen, wstart);
     if (rc == MPI_SUCCESS) {
       memset(win + got, 0, (size_t)(wlen - (MPI_Offset)got)); /* past end of file: a hole */
-      MPI_Offset used = 0;
       for (;;) { /* the segments inside [wstart, end); the last may be cut */
         MPI_Offset take = PARIO_MIN(seg, end - off);
         pario_mcursor_pack(mc, win + (off - wstart), take);
@@ -290,11 +323,13 @@ static int sieve_write(pario_file *f, int atomic, const char *op, pario_fcursor 
         seg = pario_fcursor_next(fc, n - *done - used, &off);
         if (off >= end) break; /* starts the next window */
       }
-      e = f->drv->pwritev(f->dh, &v, 1, (off_t)wstart, &got);
+      e = pario_drv_xfer(f, PARIO_WRITE, &v, 1, (off_t)wstart, &got);
       if (e) rc = xfer_error(f, op, PARIO_WRITE, e, wlen, wstart);
       else *done += used;
     }
     if (locked) f->drv->lock(f->dh, PARIO_UNLOCK, wstart, wlen);
+    PARIO_TRACE_SPAN(PARIO_TC_SIEVE, "write_window", t0, PARIO_TA("file", f->uid), PARIO_TA("offset", wstart),
+                     PARIO_TA("len", wlen), PARIO_TA("data", used));
   }
   free(win);
   return rc;
@@ -321,25 +356,35 @@ int pario_access(pario_file *f, const pario_snap *s, const char *op, int rw, MPI
  * cursor, by whichever path fits; locked: atomic mode's byte-range lock is held already. */
 static int transfer(pario_file *f, const pario_view *v, int locked, const char *op, int rw, MPI_Offset pos,
                     pario_mcursor *mc, MPI_Offset n, MPI_Offset *done, int lock_writes) {
-  MPI_Offset first = 0, last = 0;
+  MPI_Offset first = 0, last = 0, before = *done;
   if (!v->contiguous) pario_view_extent_of(v, pos, n, &first, &last); /* where sieving windows stop */
   pario_fcursor fc;
   pario_fcursor_init(&fc, v, pos);
   int rc;
+  const char *how;
+  uint64_t t0 = PARIO_TRACE_T0();
   if (rw == PARIO_READ && !sieving_read(f, v, n)) {
+    how = "direct";
     rc = walk(f, op, rw, &fc, mc, n, done, 0);
   } else if (rw == PARIO_READ && !f->hints.direct_io && pitch(fc, n) >= SCATTER_PITCH) {
+    how = "scatter";
     rc = sieve_read_scatter(f, op, &fc, mc, n, done, last);
   } else if (rw == PARIO_READ) {
+    how = "sieve";
     rc = sieve_read(f, op, &fc, mc, n, done, last);
   } else {
     int sieve = pario_sieves_write(f, v, n);
+    how = sieve ? "sieve" : "direct";
     if (sieve) pthread_rwlock_wrlock(&f->rmw_lock);
     else pthread_rwlock_rdlock(&f->rmw_lock);
     rc = sieve ? sieve_write(f, locked, op, &fc, mc, n, done, last)
                : walk(f, op, rw, &fc, mc, n, done, !locked && lock_writes && f->locks_work >= 0);
     pthread_rwlock_unlock(&f->rmw_lock);
   }
+  if (!v->contiguous) /* how a noncontiguous access went; a contiguous one is its driver spans */
+    PARIO_TRACE_SPANX(PARIO_TC_SIEVE, rw == PARIO_WRITE ? "access_write" : "access_read", t0, 0, "method", how,
+                      PARIO_TA("file", f->uid), PARIO_TA("pos", pos), PARIO_TA("bytes", n),
+                      PARIO_TA("done", *done - before));
   return rc;
 }
 

@@ -14,6 +14,7 @@
  * MPI_MODE_SEQUENTIAL (such a file can only be accessed through shared pointers). Otherwise
  * auto across nodes takes lockedfile, the best lazy component there. */
 #include "sharedfp/sharedfp.h"
+#include "trace/trace.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -136,13 +137,30 @@ int pario_sharedfp_fetch_add(pario_file *f, const char *op, MPI_Offset n, MPI_Of
   int rc = ready(f, op);
   if (rc != MPI_SUCCESS) return rc;
   sfp_file *sf = st(f);
+  uint64_t t0 = PARIO_TRACE_T0();
   int e = sf->comp->fetch_add(sf->cstate, n, &old);
+  PARIO_TRACE_SPANX(PARIO_TC_SFP, "fetch_add", t0, 0, "component", sf->comp->name, PARIO_TA("file", f->uid),
+                    PARIO_TA("n", n), PARIO_TA("old", old), PARIO_TA("err", e));
   if (e) return update_failed(f, op, e);
   *pos = sf->base + old;
   return MPI_SUCCESS;
 }
 
+static int ordered_place(pario_file *f, const char *op, MPI_Offset n, MPI_Offset *pos);
+
+/* The ordered call's wait: from the call until this rank's place is known (all ranks met). */
 int pario_sharedfp_ordered(pario_file *f, const char *op, MPI_Offset n, MPI_Offset *pos) {
+  uint64_t t0 = PARIO_TRACE_T0();
+  int rc = ordered_place(f, op, n, pos);
+  sfp_file *sf = st(f);
+  const pario_sharedfp_component *c = PARIO_TRACING() ? __atomic_load_n(&sf->comp, __ATOMIC_ACQUIRE) : NULL;
+  PARIO_TRACE_SPANX(PARIO_TC_SFP, "ordered_wait", t0, 0, "component", c ? c->name : "none",
+                    PARIO_TA("file", f->uid), PARIO_TA("n", n), PARIO_TA("pos", rc == MPI_SUCCESS ? *pos : -1),
+                    PARIO_TA("rc", rc));
+  return rc;
+}
+
+static int ordered_place(pario_file *f, const char *op, MPI_Offset n, MPI_Offset *pos) {
   sfp_file *sf = st(f);
   int rc = pario_sharedfp_merge(f, op), repl = pario_sharedfp_defers(f);
   if (rc != MPI_SUCCESS) return rc; /* merge agrees: every rank returns here together */

@@ -1,5 +1,6 @@
 /* Datatype flattening: decode any datatype with MPI_Type_get_envelope/get_contents into
  * (offset, length) runs in typemap order, and cache the result on the datatype. */
+#include "trace/trace.h"
 #include "view/typemap.h"
 #include "view/datarep.h"
 #include "core/common.h"
@@ -572,8 +573,11 @@ static int get_derived(MPI_Datatype type, const pario_typemap **out) {
   if (rc != MPI_SUCCESS) return rc;
   if (flag) { *out = val; return MPI_SUCCESS; }
   pario_typemap *tm;
+  uint64_t t0 = PARIO_TRACE_T0();
   rc = pario_typemap_build(type, &tm);
   if (rc != MPI_SUCCESS) return rc;
+  PARIO_TRACE_SPAN(PARIO_TC_VIEW, "flatten", t0, PARIO_TA("runs", tm->nruns), PARIO_TA("size", tm->size),
+                   PARIO_TA("extent", tm->extent));
   tm->refs = 1;
   pthread_mutex_lock(&cache_lock);
   PMPI_Type_get_attr(type, cache_keyval, &val, &flag);

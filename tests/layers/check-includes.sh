@@ -5,14 +5,16 @@
 set -euo pipefail
 src=${1:-$(dirname "$0")/../../src}
 declare -A allowed=(
-  [api]="api async sharedfp collective core view driver include"
-  [async]="async collective core view driver"
-  [sharedfp]="sharedfp core view driver"
-  [collective]="collective core view driver"
-  [core]="core view driver include"
-  [view]="view"
-  [driver]="driver rio"
+  [api]="api tracer async sharedfp collective core view driver trace include"
+  [tracer]="tracer core view driver trace"
+  [async]="async collective core view driver trace"
+  [sharedfp]="sharedfp core view driver trace"
+  [collective]="collective core view driver trace"
+  [core]="core view driver trace include"
+  [view]="view trace"
+  [driver]="driver rio trace"
   [rio]="rio"
+  [trace]="trace"
   [include]="include"
 )
 bad=0

@@ -1,0 +1,643 @@
+"""`pario trace`: read a trace directory (docs/trace-format.md), merge it into one timeline
+(Chrome/Perfetto trace-event JSON, or OTF2 for Vampir), compute the seed's server statistics
+(PIOviz, seed 001, Tables 2-4) and per-rank I/O times, and write an HTML report.
+
+A trace directory holds one JSON Lines file per process: `client-<rank>-<pid>.jsonl` from
+libpario (PARIO_TRACE=DIR) and `server-<port>-<pid>.jsonl` from pario-server. Times are each
+process's CLOCK_MONOTONIC in ns; adding the process's clock offset maps them to rank 0's clock.
+"""
+
+from __future__ import annotations
+
+import glob
+import html
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Tuple
+
+FORMAT = "pario-trace"
+VERSION = 1
+SERVER_BASE_PID = 100000  # Chrome process ids of servers (clients use their rank)
+# Categories of work inside a collective call (stats): name -> bucket.
+WAIT_SPANS = {"wait_allgather", "wait_ready", "wait_done", "ordered_wait"}
+
+
+class TraceError(Exception):
+    """A trace directory or file that cannot be used: one line, exit status 2."""
+
+
+@dataclass
+class Proc:
+    """One process's file: its header, its threads and its events (times in its own clock)."""
+    path: str
+    kind: str
+    name: str
+    pid: int
+    rank: int = -1
+    host: str = ""
+    offset: int = 0
+    err: int = -1
+    offset_given: bool = False
+    threads: Dict[int, str] = field(default_factory=dict)
+    files: Dict[int, str] = field(default_factory=dict)
+    spans: List[dict] = field(default_factory=list)
+    instants: List[dict] = field(default_factory=list)
+    counters: List[dict] = field(default_factory=list)
+    server_clocks: List[dict] = field(default_factory=list)
+
+    @property
+    def sort_key(self) -> Tuple[int, int, str]:
+        return (0 if self.kind == "client" else 1, self.rank, self.name)
+
+
+@dataclass
+class Trace:
+    procs: List[Proc]
+    warnings: List[str] = field(default_factory=list)
+
+    @property
+    def clients(self) -> List[Proc]:
+        return [p for p in self.procs if p.kind == "client"]
+
+    @property
+    def servers(self) -> List[Proc]:
+        return [p for p in self.procs if p.kind == "server"]
+
+    def bounds(self) -> Tuple[int, int]:
+        """First and last instant of the whole trace on rank 0's clock (ns)."""
+        lo, hi = None, None
+        for p in self.procs:
+            for e in p.spans:
+                a, b = e["t"] + p.offset, e["t"] + e["d"] + p.offset
+                lo = a if lo is None or a < lo else lo
+                hi = b if hi is None or b > hi else hi
+            for e in p.instants + p.counters:
+                a = e["t"] + p.offset
+                lo = a if lo is None or a < lo else lo
+                hi = a if hi is None or a > hi else hi
+        return (lo or 0, hi or 0)
+
+
+# ---- reading -------------------------------------------------------------------------------
+
+_NAME = re.compile(r"^(client|server)-[^/]+\.jsonl$")
+
+
+def _int(obj: dict, key: str, where: str) -> int:
+    v = obj.get(key)
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TraceError(f"{where}: field {key!r} must be an integer")
+    return v
+
+
+def _header(obj: dict, path: str) -> Proc:
+    where = f"{path}:1"
+    if obj.get("type") != "header" or obj.get("format") != FORMAT:
+        raise TraceError(f"{where}: not a pario trace (the first line must be a pario-trace header)")
+    if obj.get("version") != VERSION:
+        raise TraceError(f"{where}: trace format version {obj.get('version')!r} (this pario reads {VERSION})")
+    kind = obj.get("kind")
+    if kind not in ("client", "server"):
+        raise TraceError(f"{where}: kind must be 'client' or 'server', not {kind!r}")
+    p = Proc(path=path, kind=kind, name=str(obj.get("name") or os.path.basename(path)),
+             pid=_int(obj, "pid", where), host=str(obj.get("host", "")))
+    p.rank = _int(obj, "rank", where) if kind == "client" else -1
+    p.offset = int(obj.get("clock_offset_ns", 0) or 0)
+    p.err = int(obj.get("clock_err_ns", -1) if obj.get("clock_err_ns") is not None else -1)
+    p.offset_given = "clock_offset_ns" in obj and (p.err >= 0 or p.offset != 0)
+    return p
+
+
+def _event(p: Proc, obj: dict, where: str) -> None:
+    typ = obj.get("type")
+    if typ in ("span", "instant", "counter"):
+        _int(obj, "t", where)
+        tid = obj.get("tid", 0)
+        p.threads.setdefault(tid if isinstance(tid, int) else 0, str(obj.get("thread", f"thread {tid}")))
+    if typ == "span":
+        d = _int(obj, "d", where)
+        if d < 0:
+            raise TraceError(f"{where}: negative duration")
+        p.spans.append(obj)
+    elif typ == "instant":
+        p.instants.append(obj)
+    elif typ == "counter":
+        if not isinstance(obj.get("value"), (int, float)):
+            raise TraceError(f"{where}: a counter needs a numeric 'value'")
+        p.counters.append(obj)
+    elif typ == "file":
+        p.files[obj.get("id")] = str(obj.get("name", ""))
+    elif typ == "clock":
+        p.offset = int(obj.get("clock_offset_ns", p.offset))
+        p.err = int(obj.get("clock_err_ns", p.err))
+        p.offset_given = True
+    elif typ == "server_clock":
+        p.server_clocks.append(obj)
+    # other types: a newer writer's additions, ignored
+
+
+def read_file(path: str, warnings: List[str]) -> Proc:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        lines = fh.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    elif lines:  # the process died while writing: its last line is cut
+        warnings.append(f"{path}: last line incomplete (process ended while writing), skipped")
+        lines.pop()
+    if not lines:
+        raise TraceError(f"{path}: empty trace file")
+    try:
+        p = _header(json.loads(lines[0]), path)
+    except json.JSONDecodeError as e:
+        raise TraceError(f"{path}:1: not JSON ({e.msg})") from None
+    for i, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TraceError(f"{path}:{i}: not JSON ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise TraceError(f"{path}:{i}: an event must be a JSON object")
+        _event(p, obj, f"{path}:{i}")
+    return p
+
+
+def _align_servers(trace: Trace) -> None:
+    """Servers whose header has no offset take the one a client measured through the
+    protocol's ping (server time + offset = that client's time), plus the client's own."""
+    measured: Dict[str, Tuple[int, int]] = {}
+    for c in trace.clients:
+        for sc in c.server_clocks:
+            off = int(sc.get("offset_ns", 0)) + c.offset
+            err = int(sc.get("err_ns", -1))
+            name = str(sc.get("name", ""))
+            best = measured.get(name)
+            if best is None or (0 <= err < best[1]) or best[1] < 0:
+                measured[name] = (off, err if err < 0 or c.err < 0 else err + c.err)
+    for s in trace.servers:
+        if not s.offset_given and s.name in measured:
+            s.offset, s.err = measured[s.name]
+            s.offset_given = True
+
+
+def load(directory: str) -> Trace:
+    if not os.path.isdir(directory):
+        raise TraceError(f"{directory}: no such trace directory")
+    paths = sorted(p for p in glob.glob(os.path.join(directory, "*.jsonl")) if _NAME.match(os.path.basename(p)))
+    if not paths:
+        raise TraceError(f"{directory}: no trace files (client-*.jsonl, server-*.jsonl); was the program run "
+                         "with PARIO_TRACE set and libpario preloaded?")
+    warnings: List[str] = []
+    procs = [read_file(p, warnings) for p in paths]
+    procs.sort(key=lambda p: p.sort_key)
+    trace = Trace(procs, warnings)
+    _align_servers(trace)
+    return trace
+
+
+# ---- nesting -------------------------------------------------------------------------------
+
+def by_thread(p: Proc) -> Dict[int, List[dict]]:
+    """Spans of each thread, sorted by start and, at equal starts, longest first (parents
+    before children)."""
+    out: Dict[int, List[dict]] = {}
+    for e in p.spans:
+        out.setdefault(e.get("tid", 0), []).append(e)
+    for v in out.values():
+        v.sort(key=lambda e: (e["t"], -e["d"]))
+    return out
+
+
+def nest(spans: List[dict]) -> List[Tuple[dict, int, int, int]]:
+    """(span, depth, start, end) in enter order, each span clamped into its parent so that
+    the result is properly nested (a span that outlives its parent, which only happens
+    through clock granularity, is cut at the parent's end)."""
+    out, stack = [], []  # stack of end times
+    for e in spans:
+        a, b = e["t"], e["t"] + e["d"]
+        while stack and stack[-1] <= a:
+            stack.pop()
+        if stack and b > stack[-1]:
+            b = stack[-1]
+        out.append((e, len(stack), a, b))
+        stack.append(b)
+    return out
+
+
+def outermost(spans: List[dict], pred) -> List[Tuple[int, int]]:
+    """Intervals of the spans matching pred that no other matching span contains."""
+    out: List[Tuple[int, int]] = []
+    for e in sorted((e for e in spans if pred(e)), key=lambda e: (e["t"], -e["d"])):
+        a, b = e["t"], e["t"] + e["d"]
+        if out and a < out[-1][1]:
+            if b > out[-1][1]:
+                out[-1] = (out[-1][0], b)
+            continue
+        out.append((a, b))
+    return out
+
+
+def overlap(a: int, b: int, ivs: List[Tuple[int, int]]) -> int:
+    return sum(max(0, min(b, y) - max(a, x)) for x, y in ivs)
+
+
+# ---- Chrome / Perfetto trace-event JSON ----------------------------------------------------
+
+def _cpid(p: Proc, servers: List[Proc]) -> int:
+    return p.rank if p.kind == "client" else SERVER_BASE_PID + servers.index(p)
+
+
+def _bytes_of(e: dict) -> int:
+    a = e.get("args") or {}
+    for k in ("done", "bytes", "len"):
+        if isinstance(a.get(k), int) and a[k] >= 0:
+            return a[k]
+    return 0
+
+
+def _rate_counters(p: Proc, origin: int, pid: int, lo: int, hi: int) -> List[dict]:
+    """bytes/s of the process's storage traffic (client: driver spans; server: storage spans),
+    in bins of 1/200 of the trace (at least 1 ms), each span's bytes spread over its time."""
+    cat = "driver" if p.kind == "client" else "storage"
+    spans = [e for e in p.spans if e.get("cat") == cat and _bytes_of(e) > 0]
+    if not spans or hi <= lo:
+        return []
+    width = max(1_000_000, (hi - lo) // 200)
+    nb = (hi - lo) // width + 1
+    bins = [0.0] * nb
+    for e in spans:
+        a, b, n = e["t"] + p.offset, e["t"] + e["d"] + p.offset, _bytes_of(e)
+        if b <= a:
+            bins[min(nb - 1, (a - lo) // width)] += n
+            continue
+        for k in range((a - lo) // width, min(nb - 1, (b - lo) // width) + 1):
+            s, t = lo + k * width, lo + (k + 1) * width
+            bins[k] += n * max(0, min(b, t) - max(a, s)) / (b - a)
+    return [{"ph": "C", "name": "bytes/s", "pid": pid, "tid": 0, "ts": (lo + k * width - origin) / 1000.0,
+             "args": {"bytes/s": v * 1e9 / width}} for k, v in enumerate(bins)] + \
+           [{"ph": "C", "name": "bytes/s", "pid": pid, "tid": 0, "ts": (lo + nb * width - origin) / 1000.0,
+             "args": {"bytes/s": 0}}]
+
+
+def _args(e: dict, p: Proc) -> dict:
+    a = dict(e.get("args") or {})
+    f = a.get("file")
+    if f in p.files:
+        a["file_name"] = p.files[f]
+    if "flow" in e:
+        a["request_id"] = str(e["flow"])
+    return a
+
+
+def chrome_events(trace: Trace) -> List[dict]:
+    lo, hi = trace.bounds()
+    origin = lo
+    servers = trace.servers
+    out: List[dict] = []
+    flows: Dict[int, List[Tuple[int, dict, int, int]]] = {}  # id -> [(t, span, pid, tid)]
+    for order, p in enumerate(trace.procs):
+        pid = _cpid(p, servers)
+        label = p.name + (f" ({p.host})" if p.host else "")
+        out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": label}})
+        out.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": order}})
+        for tid, tname in sorted(p.threads.items()):
+            out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": tname}})
+        for tid, spans in by_thread(p).items():
+            for e, _, a, b in nest(spans):
+                ev = {"ph": "X", "name": e.get("name", "?"), "cat": e.get("cat", "?"), "pid": pid, "tid": tid,
+                      "ts": (a + p.offset - origin) / 1000.0, "dur": (b - a) / 1000.0, "args": _args(e, p)}
+                out.append(ev)
+                if isinstance(e.get("flow"), int) and e["flow"]:
+                    flows.setdefault(e["flow"], []).append((a + p.offset, e, pid, tid, p.kind))
+        for e in p.instants:
+            out.append({"ph": "i", "s": "t", "name": e.get("name", "?"), "cat": e.get("cat", "?"), "pid": pid,
+                        "tid": e.get("tid", 0), "ts": (e["t"] + p.offset - origin) / 1000.0, "args": _args(e, p)})
+        for e in p.counters:
+            out.append({"ph": "C", "name": e.get("name", "?"), "pid": pid, "tid": 0,
+                        "ts": (e["t"] + p.offset - origin) / 1000.0, "args": {e.get("name", "value"): e["value"]}})
+        out.extend(_rate_counters(p, origin, pid, lo, hi))
+    out.extend(_flow_events(flows, origin))
+    return out
+
+
+def _flow_events(flows, origin: int) -> List[dict]:
+    """Arrows from a client's driver operation to the server operations it caused (flow
+    events s / t / f, bound to the enclosing slices). Ids are renumbered: JSON readers keep
+    only 53 bits of an integer."""
+    out, seq = [], 0
+    for fid in sorted(flows):
+        hops = sorted(flows[fid], key=lambda h: h[0])
+        src = [h for h in hops if h[4] == "client"]
+        dst = [h for h in hops if h[4] == "server"]
+        if not src or not dst:
+            continue
+        seq += 1
+        chain = [src[0]] + dst
+        for i, (t, e, pid, tid, _) in enumerate(chain):
+            ph = "s" if i == 0 else ("f" if i == len(chain) - 1 else "t")
+            ev = {"ph": ph, "id": seq, "name": "request", "cat": "flow", "pid": pid, "tid": tid,
+                  "ts": (t - origin) / 1000.0 + (0.001 if i == 0 else 0)}
+            if ph == "f":
+                ev["bp"] = "e"
+            out.append(ev)
+    return out
+
+
+def merge_json(trace: Trace, out_path: str) -> int:
+    events = chrome_events(trace)
+    doc = {"traceEvents": events, "displayTimeUnit": "ns",
+           "otherData": {"format": "pario trace merge", "processes": len(trace.procs),
+                         "clock": {p.name: {"offset_ns": p.offset, "err_ns": p.err} for p in trace.procs}}}
+    tmp = out_path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(doc, fh, separators=(",", ":"))
+    os.replace(tmp, out_path)
+    return len(events)
+
+
+# ---- OTF2 ----------------------------------------------------------------------------------
+
+def _import_otf2():
+    try:
+        import otf2  # Debian's python3-otf2 (the venv uses --system-site-packages)
+        return otf2
+    except ImportError:
+        raise TraceError("OTF2 output needs the otf2 Python module (Debian: apt-get install python3-otf2)") from None
+
+
+def merge_otf2(trace: Trace, out_dir: str) -> int:
+    """An OTF2 archive (OUT/traces.otf2): a location group per rank and server, a location per
+    thread, enter/leave per span (a region per name), metrics for the counters. Timestamps are
+    ns on rank 0's clock from the trace's first event."""
+    otf2 = _import_otf2()
+    if os.path.exists(os.path.join(out_dir, "traces.otf2")):
+        raise TraceError(f"{out_dir}: an OTF2 archive is already there (remove it first)")
+    lo, _ = trace.bounds()
+    n = 0
+    with otf2.writer.open(out_dir, timer_resolution=1_000_000_000) as w:
+        root = w.definitions.system_tree_node("pario job")
+        regions, metrics = {}, {}
+
+        def region(name):
+            if name not in regions:
+                regions[name] = w.definitions.region(name)
+            return regions[name]
+
+        def metric(name):
+            if name not in metrics:
+                metrics[name] = w.definitions.metric(name, unit="B/s" if name == "bytes/s" else "1")
+            return metrics[name]
+
+        for p in trace.procs:
+            node = w.definitions.system_tree_node(p.host or "host", parent=root)
+            group = w.definitions.location_group(p.name, system_tree_parent=node)
+            threads = by_thread(p)
+            tids = sorted(set(threads) | set(p.threads) | {0})
+            locs = {tid: w.definitions.location(p.threads.get(tid, f"thread {tid}"), group=group) for tid in tids}
+            for tid in tids:
+                evs = []  # (time, order, kind, payload): leaves before enters at equal times
+                for e, depth, a, b in nest(threads.get(tid, [])):
+                    evs.append((a + p.offset - lo, 1, depth, "enter", e["name"]))
+                    evs.append((b + p.offset - lo, 0, -depth, "leave", e["name"]))
+                for c in p.counters:
+                    if c.get("tid", 0) == tid:
+                        evs.append((c["t"] + p.offset - lo, 2, 0, "metric", (c["name"], float(c["value"]))))
+                if not evs:
+                    continue
+                ew = w.event_writer_from_location(locs[tid])
+                for t, _, _, kind, what in sorted(evs, key=lambda x: (x[0], x[1], x[2])):
+                    if kind == "enter":
+                        ew.enter(t, region(what))
+                    elif kind == "leave":
+                        ew.leave(t, region(what))
+                    else:
+                        ew.metric(t, metric(what[0]), what[1])
+                    n += 1
+    return n
+
+
+# ---- statistics (seed 001, Table 2) --------------------------------------------------------
+
+@dataclass
+class ServerStats:
+    name: str
+    net_ops: int
+    net_load: float        # mean number of network operations in progress
+    net_rate: float        # network operations per second
+    storage_ops: int
+    storage_load: float
+    storage_rate: float
+    storage_kinds: str     # e.g. "read, write"
+    bytes_per_op: float
+    cpu_pct: Optional[float]
+    throughput: float      # storage MB/s over the trace
+
+
+@dataclass
+class RankStats:
+    name: str
+    io_time: float         # s in MPI_File calls (outermost)
+    calls: int
+    bytes_read: int
+    bytes_written: int
+    coll_time: float       # s in collective calls
+    exchange: float        # s of it exchanging data between ranks
+    file_access: float     # s of it in driver operations
+    waiting: float         # s of it waiting for the other ranks
+    other: float           # the rest: planning, packing, copying
+
+
+def _load(spans: List[dict], lo: int, hi: int) -> float:
+    total = sum(e["d"] for e in spans)
+    return total / (hi - lo) if hi > lo else 0.0
+
+
+def server_stats(trace: Trace) -> List[ServerStats]:
+    lo, hi = trace.bounds()
+    secs = (hi - lo) / 1e9
+    out = []
+    for s in trace.servers:
+        net = [e for e in s.spans if e.get("cat") == "net"]
+        sto = [e for e in s.spans if e.get("cat") == "storage"]
+        kinds = sorted({e.get("name", "?") for e in sto})
+        nbytes = sum(_bytes_of(e) for e in sto)
+        cpu = [c["value"] for c in s.counters if c.get("name") == "cpu_pct"]
+        out.append(ServerStats(
+            name=s.name, net_ops=len(net), net_load=_load(net, lo, hi),
+            net_rate=len(net) / secs if secs > 0 else 0.0, storage_ops=len(sto),
+            storage_load=_load(sto, lo, hi), storage_rate=len(sto) / secs if secs > 0 else 0.0,
+            storage_kinds=", ".join(kinds), bytes_per_op=nbytes / len(sto) if sto else 0.0,
+            cpu_pct=sum(cpu) / len(cpu) if cpu else None,
+            throughput=nbytes / 1e6 / secs if secs > 0 else 0.0))
+    return out
+
+
+def _is_read(name: str) -> bool:
+    return "read" in name
+
+
+def rank_stats(trace: Trace) -> List[RankStats]:
+    out = []
+    for p in trace.clients:
+        api = [e for e in p.spans if e.get("cat") == "api" and e.get("name", "").startswith("MPI_File_")]
+        io_time = 0
+        for spans in by_thread(p).values():
+            ivs = outermost(spans, lambda e: e.get("cat") == "api" and e.get("name", "").startswith("MPI_File_"))
+            io_time += sum(b - a for a, b in ivs)
+        rd = sum((e.get("args") or {}).get("bytes", 0) for e in api if _is_read(e["name"]))
+        wr = sum((e.get("args") or {}).get("bytes", 0) for e in api if not _is_read(e["name"]))
+        coll = exch = fa = wait = 0
+        for spans in by_thread(p).values():
+            ivs = outermost(spans, lambda e: (e.get("args") or {}).get("coll") == 1
+                            and (e.get("cat") == "api" or (e.get("cat") == "async" and e.get("name") == "job")))
+            coll += sum(b - a for a, b in ivs)
+            exch += sum(overlap(e["t"], e["t"] + e["d"], ivs) for e in spans
+                        if e.get("cat") == "coll" and e.get("name") == "exchange")
+            fa += sum(overlap(e["t"], e["t"] + e["d"], ivs) for e in spans if e.get("cat") == "driver")
+            wait += sum(overlap(e["t"], e["t"] + e["d"], ivs) for e in spans if e.get("name") in WAIT_SPANS)
+        out.append(RankStats(name=p.name, io_time=io_time / 1e9, calls=len(api), bytes_read=rd, bytes_written=wr,
+                             coll_time=coll / 1e9, exchange=exch / 1e9, file_access=fa / 1e9, waiting=wait / 1e9,
+                             other=max(0, coll - exch - fa - wait) / 1e9))
+    return out
+
+
+SERVER_COLUMNS = ["server", "network load (ops in progress)", "network ops/s", "storage load (ops in progress)",
+                  "storage ops/s", "storage accesses (ops)", "storage bytes/op", "CPU usage (%)", "throughput (MB/s)"]
+RANK_COLUMNS = ["rank", "time in I/O calls (s)", "calls", "bytes read", "bytes written", "collective calls (s)",
+                "exchange (s)", "file access (s)", "waiting (s)", "other (s)"]
+
+
+def server_rows(stats: List[ServerStats]) -> List[List[str]]:
+    return [[s.name, f"{s.net_load:.3f}", f"{s.net_rate:.1f}", f"{s.storage_load:.3f}", f"{s.storage_rate:.1f}",
+             f"{s.storage_ops}" + (f" ({s.storage_kinds})" if s.storage_kinds else ""), f"{s.bytes_per_op:.1f}",
+             "-" if s.cpu_pct is None else f"{s.cpu_pct:.2f}", f"{s.throughput:.3f}"] for s in stats]
+
+
+def rank_rows(stats: List[RankStats]) -> List[List[str]]:
+    return [[r.name, f"{r.io_time:.6f}", str(r.calls), str(r.bytes_read), str(r.bytes_written),
+             f"{r.coll_time:.6f}", f"{r.exchange:.6f}", f"{r.file_access:.6f}", f"{r.waiting:.6f}",
+             f"{r.other:.6f}"] for r in stats]
+
+
+def text_table(columns: List[str], rows: List[List[str]]) -> str:
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
+    line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(columns)] + [line(r) for r in rows])
+
+
+def stats_text(trace: Trace) -> str:
+    lo, hi = trace.bounds()
+    parts = [f"trace: {len(trace.clients)} rank(s), {len(trace.servers)} server(s), "
+             f"{(hi - lo) / 1e9:.6f} s"]
+    for p in trace.procs:
+        if p.err >= 0:
+            parts.append(f"  clock of {p.name}: offset {p.offset} ns, error <= {p.err} ns")
+    if trace.servers:
+        parts += ["", "servers (PIOviz, seed 001, Table 2):", text_table(SERVER_COLUMNS, server_rows(server_stats(trace)))]
+    else:
+        parts += ["", "servers: none in this trace"]
+    parts += ["", "ranks:", text_table(RANK_COLUMNS, rank_rows(rank_stats(trace)))]
+    return "\n".join(parts)
+
+
+# ---- HTML report ---------------------------------------------------------------------------
+
+COLORS = {"api": "#9e9e9e", "coll": "#1f77b4", "sieve": "#2ca02c", "sfp": "#9467bd", "async": "#8c564b",
+          "driver": "#ff7f0e", "view": "#17becf", "net": "#d62728", "storage": "#e6a100"}
+LANE_H, ROW_GAP, LEFT, WIDTH = 10, 6, 190, 1100
+
+
+def timeline_svg(trace: Trace) -> str:
+    """Client timelines above, server timelines below (seed 001, Figure 2): a row per thread,
+    in it a lane per nesting depth; arrows from client requests to server operations."""
+    lo, hi = trace.bounds()
+    span_ns = max(1, hi - lo)
+    x = lambda t: LEFT + (t - lo) * WIDTH / span_ns
+    rows, y = [], 24
+    where: Dict[Tuple[str, int], float] = {}
+    flows: Dict[int, List[Tuple[float, float, str]]] = {}
+    body: List[str] = []
+    for p in trace.procs:
+        threads = by_thread(p) or {0: []}
+        for tid in sorted(threads):
+            nested = nest(threads[tid])
+            depth = max((d for _, d, _, _ in nested), default=0) + 1
+            label = p.name if tid == min(threads) else ""
+            tname = p.threads.get(tid, "")
+            body.append(f'<text x="4" y="{y + 10}" class="proc">{html.escape(label)}</text>'
+                        f'<text x="{LEFT - 6}" y="{y + 10}" class="thr" text-anchor="end">{html.escape(tname)}</text>')
+            body.append(f'<line x1="{LEFT}" x2="{LEFT + WIDTH}" y1="{y - 2}" y2="{y - 2}" class="sep"/>')
+            for e, d, a, b in nested:
+                xa, xb = x(a + p.offset), x(b + p.offset)
+                yy = y + d * LANE_H
+                color = COLORS.get(e.get("cat"), "#444")
+                tip = html.escape(f"{p.name} {e.get('name')} {(b - a) / 1e3:.1f} us {json.dumps(e.get('args', {}))}")
+                body.append(f'<rect x="{xa:.2f}" y="{yy}" width="{max(0.5, xb - xa):.2f}" height="{LANE_H - 1}" '
+                            f'fill="{color}"><title>{tip}</title></rect>')
+                if isinstance(e.get("flow"), int) and e["flow"]:
+                    flows.setdefault(e["flow"], []).append(((xa + xb) / 2, yy + LANE_H / 2, p.kind))
+            rows.append((p.name, tid))
+            y += depth * LANE_H + ROW_GAP
+        y += ROW_GAP
+    for hops in flows.values():
+        src = [h for h in hops if h[2] == "client"]
+        for h in (h for h in hops if h[2] == "server"):
+            if src:
+                body.append(f'<line x1="{src[0][0]:.2f}" y1="{src[0][1]:.2f}" x2="{h[0]:.2f}" y2="{h[1]:.2f}" class="flow"/>')
+    ticks = []
+    for k in range(6):
+        t = lo + span_ns * k / 5
+        ticks.append(f'<text x="{x(t):.1f}" y="14" class="tick" text-anchor="middle">{(t - lo) / 1e6:.2f} ms</text>')
+    legend = "".join(f'<rect x="{LEFT + i * 90}" y="{y + 4}" width="10" height="10" fill="{c}"/>'
+                     f'<text x="{LEFT + i * 90 + 14}" y="{y + 13}" class="tick">{k}</text>'
+                     for i, (k, c) in enumerate(COLORS.items()))
+    h = y + 24
+    style = ("<style>.proc{font:bold 11px sans-serif}.thr{font:10px sans-serif;fill:#555}"
+             ".tick{font:10px sans-serif}.sep{stroke:#ddd}.flow{stroke:#d62728;stroke-width:0.6;opacity:0.5}</style>")
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{LEFT + WIDTH + 20}" height="{h}" '
+            f'id="timeline">{style}{"".join(ticks)}{"".join(body)}{legend}</svg>')
+
+
+def _html_table(columns: List[str], rows: List[List[str]], cls: str) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def report_html(trace: Trace, title: str) -> str:
+    lo, hi = trace.bounds()
+    clock = "".join(f"<li>{html.escape(p.name)}: offset {p.offset} ns, "
+                    f"{'error <= %d ns' % p.err if p.err >= 0 else 'not measured'}</li>" for p in trace.procs)
+    servers = (_html_table(SERVER_COLUMNS, server_rows(server_stats(trace)), "servers")
+               if trace.servers else "<p>No server in this trace.</p>")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;margin:0.5em 0 1.5em}}
+td,th{{border:1px solid #bbb;padding:2px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}
+.wrap{{overflow-x:auto}}</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p>{len(trace.clients)} rank(s), {len(trace.servers)} server(s), {(hi - lo) / 1e6:.3f} ms.
+Client timelines above, server timelines below (as PIOviz, seed 001, Figure 2); colours are event categories,
+hover a bar for its details. For zooming, open <code>pario trace merge</code>'s JSON in the Perfetto UI.</p>
+<div class="wrap">{timeline_svg(trace)}</div>
+<h2>Servers</h2>{servers}
+<p>Load: mean number of operations in progress over the trace (sum of durations / trace length), as PIOviz's
+BMI and Trove load; ops/s: operations per second; throughput: storage bytes over the trace length.</p>
+<h2>Ranks</h2>{_html_table(RANK_COLUMNS, rank_rows(rank_stats(trace)), "ranks")}
+<p>Collective calls split into exchange (messages between ranks), file access (driver operations), waiting
+(for the other ranks: allgather, ready and done agreements, ordered-call turns) and the rest.</p>
+<h2>Clocks</h2><ul>{clock}</ul>
+</body></html>
+"""
+
+
+def write_report(trace: Trace, directory: str, out_path: Optional[str] = None) -> str:
+    out_path = out_path or os.path.join(directory, "report.html")
+    text = report_html(trace, f"pario trace: {os.path.abspath(directory)}")
+    with open(out_path, "w") as fh:
+        fh.write(text)
+    return out_path

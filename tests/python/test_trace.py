@@ -1,0 +1,228 @@
+"""`pario trace`: a synthetic trace directory (two ranks with different clock offsets, one server
+aligned through a client's ping) whose statistics are computed by hand below; the merged JSON
+checked against the trace-event schema; OTF2 read back with otf2.reader; the report rendered
+by headless chromium; the CLI's errors."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from pario import cli
+from pario import trace as tr
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCHEMA = os.path.join(HERE, "fixtures", "trace-event.schema.json")
+SERVER = "server 127.0.0.1:5000"
+
+
+def _span(t, d, name, cat, tid=0, thread="main", flow=None, **args):
+    e = {"type": "span", "t": t, "d": d, "tid": tid, "thread": thread, "cat": cat, "name": name, "args": args}
+    if flow:
+        e["flow"] = flow
+    return e
+
+
+def _write(path, lines):
+    with open(path, "w") as fh:
+        for obj in lines:
+            fh.write(json.dumps(obj) + "\n")
+
+
+def _header(kind, name, pid, offset=0, err=-1, rank=None):
+    h = {"type": "header", "format": "pario-trace", "version": 1, "kind": kind, "pid": pid, "host": "node1",
+         "name": name, "clock_offset_ns": offset, "clock_err_ns": err}
+    if rank is not None:
+        h["rank"] = rank
+    return h
+
+
+@pytest.fixture
+def tdir(tmp_path):
+    d = tmp_path / "tr"
+    d.mkdir()
+    _write(d / "client-0-100.jsonl", [
+        _header("client", "rank 0", 100, 0, 0, rank=0),
+        {"type": "file", "id": 9, "name": "/data/out.dat", "nprocs": 2},
+        {"type": "server_clock", "name": SERVER, "offset_ns": 500, "err_ns": 50},
+        _span(1000, 10000, "MPI_File_write_all", "api", file=9, coll=1, bytes=4096),
+        _span(1100, 900, "wait_allgather", "coll"),
+        _span(2000, 500, "plan", "coll", rounds=1, me_aggr=0),
+        _span(2600, 6000, "round", "coll", round=0, aggr=0, sent=0, recv=2048),
+        _span(2700, 1000, "exchange", "coll"),
+        _span(4000, 3000, "pwritev", "driver", flow=7, file=9, offset=0, len=4096, done=4096),
+        _span(9000, 1500, "wait_done", "coll"),
+        _span(20000, 2000, "MPI_File_read", "api", file=9, coll=0, bytes=100),
+        _span(20500, 1000, "preadv", "driver", flow=8, file=9, offset=0, len=100, done=100),
+        {"type": "counter", "t": 1500, "tid": 1, "thread": "pario-io-0", "name": "queue_depth", "value": 1},
+    ])
+    _write(d / "client-1-101.jsonl", [
+        _header("client", "rank 1", 101, -200, 30, rank=1),
+        _span(1300, 9500, "MPI_File_write_all", "api", file=9, coll=1, bytes=4096),
+        _span(1400, 2000, "wait_allgather", "coll"),
+        _span(3500, 5000, "round", "coll", round=0, aggr=-1, sent=2048, recv=0),
+        _span(3600, 4000, "exchange", "coll"),
+    ])
+    _write(d / "server-5000-200.jsonl", [
+        _header("server", SERVER, 200),
+        _span(3600, 400, "recv", "net", flow=7, bytes=4096),
+        _span(4000, 2000, "write", "storage", flow=7, bytes=4096),
+        _span(6000, 1000, "write", "storage", bytes=2048),
+        _span(7000, 100, "send", "net", flow=7, bytes=16),
+        {"type": "counter", "t": 1000, "tid": 0, "thread": "main", "name": "cpu_pct", "value": 10},
+        {"type": "counter", "t": 8000, "tid": 0, "thread": "main", "name": "cpu_pct", "value": 30},
+    ])
+    return str(d)
+
+
+# Hand computation. Rank 0's clock is the reference; rank 1's offset is -200 ns; the server
+# has no offset of its own and takes rank 0's measurement, +500 ns. The trace runs from rank
+# 0's first event (1000) to the end of its read (22000): 21000 ns.
+SECS = 21000e-9
+
+
+def test_server_stats_by_hand(tdir):
+    t = tr.load(tdir)
+    assert [p.name for p in t.procs] == ["rank 0", "rank 1", SERVER]
+    assert t.bounds() == (1000, 22000)
+    s, = tr.server_stats(t)
+    assert t.servers[0].offset == 500 and t.servers[0].err == 50
+    assert s.net_ops == 2 and s.storage_ops == 2
+    assert s.net_load == pytest.approx(500 / 21000)          # 400 + 100 ns of 21000
+    assert s.storage_load == pytest.approx(3000 / 21000)     # 2000 + 1000 ns
+    assert s.net_rate == pytest.approx(2 / SECS)
+    assert s.storage_rate == pytest.approx(2 / SECS)
+    assert s.storage_kinds == "write"
+    assert s.bytes_per_op == pytest.approx((4096 + 2048) / 2)
+    assert s.cpu_pct == pytest.approx(20.0)
+    assert s.throughput == pytest.approx(6144 / 1e6 / SECS)
+
+
+def test_rank_stats_by_hand(tdir):
+    r0, r1 = tr.rank_stats(tr.load(tdir))
+    # rank 0: write_all 10000 + read 2000 ns in calls; inside the collective: exchange 1000,
+    # driver 3000 (the read's preadv is outside it), waits 900 + 1500, the rest 3600.
+    assert (r0.io_time, r0.calls, r0.bytes_read, r0.bytes_written) == (pytest.approx(12e-6), 2, 100, 4096)
+    assert r0.coll_time == pytest.approx(10e-6)
+    assert r0.exchange == pytest.approx(1e-6)
+    assert r0.file_access == pytest.approx(3e-6)
+    assert r0.waiting == pytest.approx(2.4e-6)
+    assert r0.other == pytest.approx(3.6e-6)
+    assert (r1.io_time, r1.coll_time, r1.exchange, r1.file_access, r1.waiting, r1.other) == pytest.approx(
+        (9.5e-6, 9.5e-6, 4e-6, 0, 2e-6, 3.5e-6))
+
+
+def test_merge_json_valid_and_aligned(tdir, tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    out = str(tmp_path / "trace.json")
+    tr.merge_json(tr.load(tdir), out)
+    with open(out) as fh:
+        doc = json.load(fh)
+    with open(SCHEMA) as fh:
+        jsonschema.validate(doc, json.load(fh))
+    ev = doc["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
+    assert names == {0: "rank 0 (node1)", 1: "rank 1 (node1)", 100000: SERVER + " (node1)"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["name"] == "thread_name"}
+    assert threads[(0, 1)] == "pario-io-0"
+    x = {(e["pid"], e["name"]): e for e in ev if e["ph"] == "X"}
+    # times in us from the trace's start, each process shifted by its offset
+    assert x[(1, "MPI_File_write_all")]["ts"] == pytest.approx((1300 - 200 - 1000) / 1000)
+    assert x[(100000, "recv")]["ts"] == pytest.approx((3600 + 500 - 1000) / 1000)
+    assert x[(0, "MPI_File_write_all")]["args"]["file_name"] == "/data/out.dat"
+    flow = [e for e in ev if e["ph"] in "stf"]
+    assert [e["ph"] for e in flow] == ["s", "t", "t", "f"]  # driver write -> recv, write, send
+    assert [e["pid"] for e in flow] == [0, 100000, 100000, 100000]
+    assert len({e["id"] for e in flow}) == 1
+    counters = {e["name"] for e in ev if e["ph"] == "C"}
+    assert {"queue_depth", "cpu_pct", "bytes/s"} <= counters
+
+
+def test_bytes_per_second_counter(tdir):
+    ev = tr.chrome_events(tr.load(tdir))
+    # every byte of the server's storage operations appears once in its bytes/s counter
+    rates = [e for e in ev if e["ph"] == "C" and e["name"] == "bytes/s" and e["pid"] == 100000]
+    width = max(1_000_000, 21000 // 200) / 1e9
+    assert sum(e["args"]["bytes/s"] for e in rates) * width == pytest.approx(6144)
+
+
+def test_otf2_read_back(tdir, tmp_path):
+    otf2 = pytest.importorskip("otf2")
+    out = str(tmp_path / "otf2")
+    tr.merge_otf2(tr.load(tdir), out)
+    enters, groups, leaves = [], set(), 0
+    with otf2.reader.open(os.path.join(out, "traces.otf2")) as r:
+        for loc, e in r.events:
+            groups.add(loc.group.name)
+            if isinstance(e, otf2.events.Enter):
+                enters.append((loc.group.name, e.region.name, e.time))
+            leaves += isinstance(e, otf2.events.Leave)
+    assert groups == {"rank 0", "rank 1", SERVER}
+    assert len(enters) == leaves == 9 + 4 + 4
+    assert ("rank 1", "MPI_File_write_all", 1300 - 200 - 1000) in enters
+    assert (SERVER, "write", 4000 + 500 - 1000) in enters
+    with pytest.raises(tr.TraceError):  # never over an existing archive
+        tr.merge_otf2(tr.load(tdir), out)
+
+
+def test_report_renders_in_chromium(tdir, tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not browser:
+        pytest.skip("no chromium (apt-get install chromium)")
+    page = tr.write_report(tr.load(tdir), tdir)
+    run = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                          "--enable-logging=stderr", "file://" + page],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    dom = run.stdout
+    assert 'id="timeline"' in dom
+    svg = dom[dom.index('id="timeline"'):]
+    for name in ("rank 0", "rank 1", SERVER):
+        assert f">{name}<" in svg
+    assert "Uncaught" not in run.stderr and "SyntaxError" not in run.stderr
+    assert svg.index(">rank 1<") < svg.index(">" + SERVER + "<")  # clients above servers
+
+
+def test_cli_stats_merge_report(tdir, tmp_path, capsys):
+    assert cli.main(["trace", "stats", tdir]) == 0
+    out = capsys.readouterr().out
+    assert SERVER in out and "rank 1" in out and "3072.0" in out and "20.00" in out
+    assert cli.main(["trace", "stats", "--json", tdir]) == 0
+    assert json.loads(capsys.readouterr().out)["servers"][0]["storage_ops"] == 2
+    j = str(tmp_path / "m.json")
+    assert cli.main(["trace", "merge", tdir, "-o", j]) == 0 and os.path.exists(j)
+    assert cli.main(["trace", "report", tdir]) == 0
+    assert os.path.exists(os.path.join(tdir, "report.html"))
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda d: None, "no trace files"),
+    (lambda d: open(os.path.join(d, "client-0-1.jsonl"), "w").write('{"type":"header"}\n'), "not a pario trace"),
+    (lambda d: open(os.path.join(d, "client-0-1.jsonl"), "w").write(
+        json.dumps(_header("client", "rank 0", 1, rank=0)) + "\n{oops\n"), "client-0-1.jsonl:2: not JSON"),
+    (lambda d: open(os.path.join(d, "client-0-1.jsonl"), "w").write(
+        json.dumps(dict(_header("client", "rank 0", 1, rank=0), version=2)) + "\n"), "version 2"),
+])
+def test_cli_errors_one_line(tmp_path, capsys, setup, message):
+    d = str(tmp_path / "bad")
+    os.mkdir(d)
+    setup(d)
+    assert cli.main(["trace", "stats", d]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pario: error: ") and message in err
+
+
+def test_cli_usage(tdir, capsys):
+    assert cli.main(["trace", "merge", tdir]) == 2  # neither -o nor --otf2
+    assert "needs -o" in capsys.readouterr().err
+    assert cli.main(["trace", "stats", "/nonexistent/dir"]) == 2
+    assert cli.main(["trace", "--help"]) == 0
+
+
+def test_cut_last_line_is_a_warning(tdir, capsys):
+    with open(os.path.join(tdir, "client-1-101.jsonl"), "a") as fh:
+        fh.write('{"type":"span","t":5')  # the process died while writing
+    assert cli.main(["trace", "stats", tdir]) == 0
+    assert "last line incomplete" in capsys.readouterr().err

@@ -1,0 +1,153 @@
+"""Checks the trace that tests/trace/traced.c leaves (ctest label trace): every rank wrote one
+file with a valid header; on every thread the spans nest (enter/exit order); the main thread's
+MPI_File calls come in program order; the collective write's decision, plan and rounds lie
+inside the call, with the aggregators' driver writes inside their rounds; the independent
+strided read is a sieving window; the nonblocking read's job was queued and ran; the ordered
+write waited inside its call; every driver operation has its own request id; and the merged
+JSON and OTF2 outputs are readable.
+
+--clock=H: the clocks were measured at open and the ranks sit on H hosts (H = 1: every
+offset and bound is exactly 0; more: ranks off rank 0's host have a bound, and since all
+processes of the test share one real clock, the offset itself is the residual error and must
+lie within the bound).
+
+usage: check_trace.py DIR NP [--clock=H] [--otf2]"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from pario import trace as tr  # noqa: E402
+
+EXPECTED_CALLS = ["MPI_File_open", "MPI_File_set_view", "MPI_File_write_all", "MPI_File_read_at_all",
+                  "MPI_File_read_at", "MPI_File_write_at", "MPI_File_iread_at", "MPI_File_write_all_begin",
+                  "MPI_File_write_all_end", "MPI_File_set_view", "MPI_File_write_ordered",
+                  "MPI_File_write_shared", "MPI_File_sync", "MPI_File_read_at", "MPI_File_close"]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def inside(child, parent):
+    return parent["t"] <= child["t"] and child["t"] + child["d"] <= parent["t"] + parent["d"]
+
+
+def check_nesting(p):
+    for tid, spans in tr.by_thread(p).items():
+        stack = []
+        for e in spans:
+            while stack and stack[-1]["t"] + stack[-1]["d"] <= e["t"]:
+                stack.pop()
+            if stack and not check(inside(e, stack[-1]),
+                                   f"{p.name} thread {tid}: {e['name']} overlaps {stack[-1]['name']} without nesting"):
+                return
+            stack.append(e)
+
+
+def top_calls(p):
+    main = [e for e in tr.by_thread(p).get(0, []) if e["cat"] == "api" and e["name"].startswith("MPI_File_")]
+    tops, end = [], -1
+    for e in main:
+        if e["t"] >= end:
+            tops.append(e)
+            end = e["t"] + e["d"]
+    return tops
+
+
+def check_collective(p, call):
+    main = tr.by_thread(p)[0]
+    within = [e for e in main if inside(e, call) and e is not call]
+    decide = [e for e in p.instants if e["name"] == "decide" and call["t"] <= e["t"] <= call["t"] + call["d"]]
+    if not check(decide, f"{p.name}: no collective decision inside {call['name']}"):
+        return
+    check(decide[0]["args"].get("aggregate") == 1 and "enabled" in decide[0]["args"].get("why", ""),
+          f"{p.name}: {call['name']} did not aggregate for the hint: {decide[0]['args']}")
+    plans = [e for e in within if e["name"] == "plan"]
+    rounds = [e for e in within if e["name"] == "round"]
+    if not check(plans, f"{p.name}: no plan inside {call['name']}"):
+        return
+    check(len(rounds) == plans[0]["args"]["rounds"] and len(rounds) >= 2,
+          f"{p.name}: {len(rounds)} rounds inside {call['name']}, plan says {plans[0]['args']['rounds']}")
+    check([r["args"]["round"] for r in rounds] == list(range(len(rounds))), f"{p.name}: rounds out of order")
+    writes = [e for e in within if e["cat"] == "driver" and e["name"] == "pwritev"]
+    if plans[0]["args"]["me_aggr"] >= 0:
+        check(writes and all(any(inside(w, r) for r in rounds) for w in writes),
+              f"{p.name}: the aggregator's writes are not inside its rounds")
+    else:
+        check(not writes, f"{p.name}: a non-aggregator wrote to the file in a collective write")
+    check(sum(r["args"]["sent"] for r in rounds) + sum(r["args"]["recv"] for r in rounds) > 0 or p.rank == 0,
+          f"{p.name}: no bytes exchanged in the rounds")
+
+
+def check_rank(p, np):
+    check(p.files and any(n.endswith(".dat") for n in p.files.values()), f"{p.name}: the file was not named")
+    check_nesting(p)
+    calls = top_calls(p)
+    check([c["name"] for c in calls] == EXPECTED_CALLS,
+          f"{p.name}: calls {[c['name'] for c in calls]}, expected {EXPECTED_CALLS}")
+    if len(calls) != len(EXPECTED_CALLS):
+        return
+    check(all(c["args"].get("rc") == 0 for c in calls), f"{p.name}: a call failed")
+    check(calls[2]["args"]["bytes"] == 4096 * 4 and calls[2]["args"]["coll"] == 1
+          and calls[2]["args"]["type_size"] == 4, f"{p.name}: write_all's summary {calls[2]['args']}")
+    check_collective(p, calls[2])
+    main = tr.by_thread(p)[0]
+    sieve = [e for e in main if e["name"] == "read_window" and inside(e, calls[4])]
+    check(sieve and np > 1, f"{p.name}: the strided independent read has no sieving window")
+    queued = [e for e in p.instants if e["name"] == "queued" and e["args"].get("op") == "MPI_File_iread_at"]
+    jobs = [e for e in p.spans if e["name"] == "job" and queued and e["args"]["job"] == queued[0]["args"]["job"]]
+    check(queued and jobs and jobs[0]["args"]["bytes"] == 4096 * 4, f"{p.name}: the iread_at job was not traced")
+    waits = [e for e in p.spans if e["name"] == "ordered_wait" and inside(e, calls[10])]
+    check(waits, f"{p.name}: no ordered wait inside MPI_File_write_ordered")
+    flows = [e.get("flow") for e in p.spans if e["cat"] == "driver" and e["name"] in ("preadv", "pwritev")]
+    check(flows and all(flows) and len(set(flows)) == len(flows), f"{p.name}: driver request ids missing or reused")
+
+
+def check_clock(t, hosts):
+    errs = [(p.rank, p.offset, p.err) for p in t.clients]
+    check(all(e >= 0 for _, _, e in errs), f"clock not measured: {errs}")
+    if hosts == 1:
+        check(all(o == 0 and e == 0 for _, o, e in errs), f"one host, yet offsets {errs}")
+        return
+    off = [(r, o, e) for r, o, e in errs if e > 0]
+    check(off, f"no rank off rank 0's host was measured: {errs}")
+    check(all(abs(o) <= e for _, o, e in errs), f"an offset outside its bound: {errs}")
+    for r, o, e in sorted(errs):
+        print(f"check_trace: rank {r}: clock offset {o} ns (true 0), bound {e} ns")
+
+
+def main():
+    d, np = sys.argv[1], int(sys.argv[2])
+    t = tr.load(d)
+    for a in sys.argv[3:]:
+        if a.startswith("--clock="):
+            check_clock(t, int(a.split("=", 1)[1]))
+    check(len(t.clients) == np, f"{len(t.clients)} client files for {np} ranks")
+    check(sorted(p.rank for p in t.clients) == list(range(np)), "ranks missing")
+    for p in t.clients:
+        check_rank(p, np)
+    out = os.path.join(d, "merged.json")
+    tr.merge_json(t, out)
+    with open(out) as fh:
+        doc = json.load(fh)
+    names = {e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "process_name"}
+    check(all(any(n.startswith(f"rank {r}") for n in names) for r in range(np)), f"process names {names}")
+    if "--otf2" in sys.argv:
+        import otf2
+        tr.merge_otf2(t, os.path.join(d, "otf2"))
+        with otf2.reader.open(os.path.join(d, "otf2", "traces.otf2")) as r:
+            n = sum(1 for _ in r.events)
+        check(n > 0, "OTF2 archive has no events")
+    for f in failures:
+        print("check_trace: " + f, file=sys.stderr)
+    print("check_trace: " + ("FAILED" if failures else f"ok ({np} ranks)"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -157,12 +157,11 @@ def _share(g: Optional[Group]) -> str:
 
 
 def _limit(c: Comparison) -> str:
-    """The machine's limit measured beside the figure (the pario runs', else the native's)."""
-    g = next((x for x in (c.pario, c.native) if x and x.limit is not None), None)
-    if g is None:
+    """The machine's limit measured beside the figure: median (min-max) over every launch of the
+    configuration, native and pario (each side's share is against its own launches' limit)."""
+    if c.limit is None:
         return "-"
-    return _spread(g.limit, g.min(g.limit_metric), g.max(g.limit_metric)) + " " + \
-        _e(LIMIT_METRIC[c.suite][1])
+    return _spread(c.limit, c.limit_min, c.limit_max) + " " + _e(LIMIT_METRIC[c.suite][1])
 
 
 def _side_by_side(comparisons: Sequence[Comparison]) -> str:

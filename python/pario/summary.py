@@ -20,7 +20,7 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .tables import (KEY_METRIC, LIMIT_METRIC, SHARE_METRIC, Comparison, Group, config_keys, headlines, label,
+from .tables import (KEY_METRIC, SHARE_METRIC, Comparison, Group, config_keys, headlines, label,
                      summary_records)
 
 SUMMARY_CSV = "summary.csv"
@@ -47,11 +47,10 @@ def _side(g: Optional[Group], metric: str, impl: str, c: Comparison) -> Dict[str
 
 
 def _limit(c: Comparison) -> Dict[str, object]:
-    """The machine's limit beside the figure: the pario runs' measurement, else the native's."""
-    name = LIMIT_METRIC.get(c.suite, (None, ""))[0]
-    g = next((x for x in (c.pario, c.native) if x and x.limit is not None), None)
-    return {"limit_metric": name if g else None, "limit": g.limit if g else None,
-            "limit_min": g.min(name) if g else None, "limit_max": g.max(name) if g else None}
+    """The machine's limit beside the figure: median and range over every launch of both sides."""
+    has = c.limit is not None
+    return {"limit_metric": c.limit_metric if has else None, "limit": c.limit,
+            "limit_min": c.limit_min, "limit_max": c.limit_max}
 
 
 def comparison_records(comparisons: Sequence[Comparison]) -> List[dict]:

@@ -379,6 +379,30 @@ class Comparison:
         return len(self.round_ratios)
 
     @property
+    def limit_metric(self) -> Optional[str]:
+        return LIMIT_METRIC.get(self.suite, (None, ""))[0]
+
+    def limit_values(self) -> List[float]:
+        """The machine's limit as every launch of this configuration measured it (both sides:
+        each launch measures its own, and each side's share is against its own)."""
+        name = self.limit_metric
+        return [v for g in (self.native, self.pario) if g and name for v in g.values(name)]
+
+    @property
+    def limit(self) -> Optional[float]:
+        return median(self.limit_values())
+
+    @property
+    def limit_min(self) -> Optional[float]:
+        vals = self.limit_values()
+        return min(vals) if vals else None
+
+    @property
+    def limit_max(self) -> Optional[float]:
+        vals = self.limit_values()
+        return max(vals) if vals else None
+
+    @property
     def regime(self) -> str:
         return regime_of(self.params)
 

@@ -95,19 +95,24 @@ def test_untagged_results_pair_in_order():
 
 
 def test_limit_and_share_medians():
+    # each launch measures its own limit: here the pario launches saw twice the native ones'
     ms = []
     for k, (rate, limit) in enumerate([(1000.0, 4000.0), (1500.0, 5000.0), (900.0, 3000.0)], 1):
         for impl, f in (("native", 1.0), ("pario", 2.0)):
             ms.append(m(impl, rate * f, k, suite="sharedfp", test="write_shared", metric="records_per_s",
-                        mb_per_s=rate * f / 100, limit_records_per_s=limit, share=rate * f / limit))
+                        mb_per_s=rate * f / 100, limit_records_per_s=limit * f, share=rate / limit))
     [c] = compare(group(ms))
-    assert c.pario.limit == 4000.0                             # median of 4000, 5000, 3000
+    assert c.native.limit == 4000.0 and c.pario.limit == 8000.0  # medians of each side's launches
+    assert c.limit == 5500.0                                   # 3000 4000 5000 | 6000 8000 10000
     assert c.native.share == pytest.approx(0.3)                # median of 0.25, 0.3, 0.3
-    assert c.pario.share == pytest.approx(0.6)
+    assert c.pario.share == pytest.approx(0.3)
     [rec] = comparison_records([c])
     assert rec["limit_metric"] == "limit_records_per_s"
-    assert (rec["limit"], rec["limit_min"], rec["limit_max"]) == (4000.0, 3000.0, 5000.0)
-    assert rec["pario_share_min"] == pytest.approx(0.5) and rec["pario_share_max"] == pytest.approx(0.6)
+    assert (rec["limit"], rec["limit_min"], rec["limit_max"]) == (5500.0, 3000.0, 10000.0)
+    assert rec["pario_share_min"] == pytest.approx(0.25) and rec["pario_share_max"] == pytest.approx(0.3)
+    # a suite without a limit has none
+    [c] = compare(group([m("native", 1.0, 1, share=0.5), m("pario", 2.0, 1, share=0.5)]))
+    assert c.limit is None and c.pario.share is None
 
 
 # ---- the settle step -------------------------------------------------------------------------

@@ -239,9 +239,18 @@ static void set_params(result *r, const nc_run *c) {
  * A collective access cannot beat this; share = measured MB/s / device MB/s. */
 #define DEV_BLOCK ((size_t)8 << 20)
 
+/* The device pass follows the measurement's regime: synced with --sync; direct (O_DIRECT) when
+ * the hint pario_direct_io=true is given and each rank's share is a multiple of 4 KiB. */
+static int dev_direct(size_t len) {
+  for (int i = 0; i < B.hints->n; i++)
+    if (strcmp(B.hints->key[i], "pario_direct_io") == 0 && strcmp(B.hints->val[i], "true") == 0)
+      return len % 4096 == 0 ? 1 : -1;
+  return 0;
+}
+
 static double dev_pass(result *r, const nc_run *c, const char *path, int rd, unsigned char *buf, size_t len) {
   off_t base = (off_t)len * B.rank;
-  int fd = open(path, rd ? O_RDONLY : O_WRONLY | O_CREAT, 0644);
+  int fd = open(path, (rd ? O_RDONLY : O_WRONLY | O_CREAT) | (dev_direct(len) > 0 ? O_DIRECT : 0), 0644);
   if (fd < 0) res_fail(r, "device pass: open %s: %s", path, strerror(errno));
   MPI_Barrier(MPI_COMM_WORLD);
   double t0 = now();
@@ -288,6 +297,11 @@ static void put_limit(result *r, const nc_run *c, const double *mb, int n) {
   double *dev = calloc((size_t)n, sizeof *dev), bytes = (double)B.size * c->o->count * c->size;
   for (int k = 0; k < n && res_ok_everywhere(r); k++) dev[k] = bytes / dev_run(r, c) / 1e6;
   res_agree(r);
+  size_t len = (size_t)(c->o->count * c->size);
+  static const char *const regimes[] = {"cached", "synced", "direct"};
+  jo_str(&r->params, "device_regime", regimes[dev_direct(len) > 0 ? 2 : c->o->sync && !c->read ? 1 : 0]);
+  if (dev_direct(len) < 0)
+    jo_str(&r->params, "limit_reason", "device pass not direct: share per rank not a multiple of 4 KiB");
   if (r->status == ST_OK) {
     double d = jo_spread(&r->metrics, "device_mb_per_s", dev, n), m = median_of(mb, n, NULL, NULL);
     jo_num(&r->metrics, "share", m / d);

@@ -521,6 +521,8 @@ class Headline:
     native: Optional[float]         # geometric means of the key metric itself
     pario: Optional[float]
     other_regimes: List[str] = field(default_factory=list)
+    native_share: Optional[float] = None   # geometric means of each side's share of the limit
+    pario_share: Optional[float] = None
 
     @property
     def metric(self) -> str:
@@ -559,6 +561,9 @@ class Headline:
         if len(self.per_mpi) > 1:
             details.append(", ".join(f"{m} {fmt_ratio(v)}" for m, v in self.per_mpi.items()))
         details.append(f"{self.configs} configuration{'s' if self.configs != 1 else ''}")
+        if self.pario_share is not None:
+            details.append(f"share of the machine's limit: pario {fmt_ratio(self.pario_share)}"
+                           + (f", native {fmt_ratio(self.native_share)}" if self.native_share is not None else ""))
         if self.other_regimes:
             details.append("also measured: " + ", ".join(self.other_regimes) + " (see the table)")
         return out + " (" + "; ".join(details) + ")"
@@ -567,7 +572,8 @@ class Headline:
         return {"suite": self.suite, "regime": self.regime, "metric": self.metric, "unit": self.unit,
                 "higher_is_better": self.higher_is_better, "pario_over_native": self.ratio,
                 "per_mpi": self.per_mpi, "configurations": self.configs, "native": self.native,
-                "pario": self.pario, "verdict": self.verdict, "text": self.text()}
+                "pario": self.pario, "native_share": self.native_share, "pario_share": self.pario_share,
+                "verdict": self.verdict, "text": self.text()}
 
 
 def headlines(comparisons: Sequence[Comparison]) -> List[Headline]:
@@ -588,7 +594,9 @@ def headlines(comparisons: Sequence[Comparison]) -> List[Headline]:
                 per_mpi[mpi] = gm
         out.append(Headline(suite, regime, geomean(c.ratio for c in sel), per_mpi, len(sel),
                             geomean(c.native_value for c in sel), geomean(c.pario_value for c in sel),
-                            [r for r in regimes if r != regime]))
+                            [r for r in regimes if r != regime],
+                            geomean(c.native.share for c in sel if c.native),
+                            geomean(c.pario.share for c in sel if c.pario)))
     return out
 
 

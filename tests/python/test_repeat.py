@@ -16,7 +16,7 @@ from pario.results import Measurement, RunRecord, load_results, load_runs
 from pario.runner import Runner, estimate_left
 from pario.settle import SettleError, Settler, fadvise_tree
 from pario.summary import comparison_records
-from pario.tables import compare, group, median
+from pario.tables import compare, group, headlines, median
 
 
 def m(impl, value, rnd=None, suite="cfs", test="partitioned-write", metric="mb_per_s", **extra):
@@ -110,6 +110,8 @@ def test_limit_and_share_medians():
     assert rec["limit_metric"] == "limit_records_per_s"
     assert (rec["limit"], rec["limit_min"], rec["limit_max"]) == (5500.0, 3000.0, 10000.0)
     assert rec["pario_share_min"] == pytest.approx(0.25) and rec["pario_share_max"] == pytest.approx(0.3)
+    [h] = headlines([c])
+    assert h.pario_share == pytest.approx(0.3) and "share of the machine's limit: pario 0.30, native 0.30" in h.text()
     # a suite without a limit has none
     [c] = compare(group([m("native", 1.0, 1, share=0.5), m("pario", 2.0, 1, share=0.5)]))
     assert c.limit is None and c.pario.share is None

@@ -102,7 +102,8 @@ def _parser() -> argparse.ArgumentParser:
                "  pario bench run cfs,sharedfp --ranks 1,2,4,8 --mpi mpich\n"
                "  pario bench run noncontig --launcher 'srun -n {ranks}' --mpi openmpi")
     run.add_argument("suite", metavar="SUITE", help="a suite, a comma-separated list, or 'all'")
-    run.add_argument("--quick", action="store_true", help="tiny sizes: `all --quick` takes a few minutes on 2 cores")
+    run.add_argument("--quick", action="store_true", help="tiny sizes: `all --quick` takes a few minutes per round on 2 cores (a smoke test: "
+                          "its figures are too short to quote)")
     run.add_argument("--ranks", metavar="LIST", help="rank counts, e.g. 1,2,4 (default 1,2,4)")
     run.add_argument("--mpi", metavar="LIST", default=",".join(MPIS),
                      help="MPI flavours (default %(default)s)")

@@ -2,7 +2,7 @@
 
 A sweep is the product of suites x MPI flavours x rank counts x cases x implementations.
 Each suite has two presets: `quick` (tiny sizes; `pario bench run all --quick` on both MPIs,
-both implementations and ranks 1,2,4 stays within a few minutes on 2 cores) and `full`
+both implementations and ranks 1,2,4 stays within a few minutes per round on 2 cores) and `full`
 (sizes in the spirit of the seed papers, scaled to one machine). A case is a dict of
 pario-bench parameters; list values the binary cannot sweep itself are expanded here.
 Native and pario runs of the same configuration are planned back to back, so drifting

@@ -27,13 +27,14 @@ typedef struct {
   const char *dir;          /* --dir: where test files are created (default ".") */
   struct hints_s *hints;    /* -H key=value hints for every measured MPI_File_open */
   const char *table_suite;  /* suite whose table header was printed last */
+  int repeat;               /* --repeat N: timed runs per measurement inside one launch (1) */
 } bench_ctx;
 
 extern bench_ctx B;
 
 /* Common options every subcommand accepts; suites append them to their getopt table. */
 enum { OPT_RESULTS = 'o', OPT_HELP = 'h', OPT_HINT = 'H', OPT_KEEP = 1000, OPT_NOVERIFY,
-       OPT_INJECT, OPT_DIR, OPT_SUITE0 = 1100 };
+       OPT_INJECT, OPT_DIR, OPT_REPEAT, OPT_SUITE0 = 1100 };
 /* Short options every subcommand accepts (prefix of each suite's optstring). */
 #define COMMON_SHORT "o:hH:"
 #define COMMON_LONG_OPTS                                                                 \
@@ -50,6 +51,15 @@ enum { OPT_RESULTS = 'o', OPT_HELP = 'h', OPT_HINT = 'H', OPT_KEEP = 1000, OPT_N
   "      --keep            keep test files (default: remove them)\n"                    \
   "      --no-verify       skip data verification (default: verify)\n"                  \
   "  -h, --help            this help\n"
+
+/* --repeat N for the suites whose figure is one timed run (overlap, noncontig, sharedfp, btio):
+ * N timed runs inside the launch; metrics give the median, and <metric>_min / <metric>_max.
+ * (cfs and remote have their own -r, --repeat: best of N, and median of N.) */
+#define REPEAT_LONG_OPT {"repeat", required_argument, 0, OPT_REPEAT}
+#define REPEAT_HELP                                                                      \
+  "      --repeat N        timed runs per measurement; median reported, spread as\n"   \
+  "                        <metric>_min and <metric>_max (default 1)\n"
+#define MAX_REPEAT 1000
 
 /* Handles a common option; returns 1 if c was one, 0 otherwise. */
 int common_option(int c, const char *arg);
@@ -191,6 +201,10 @@ double compute_rate_all(void);
 
 /* Trimmed mean of v[n]: excludes one highest and one lowest value when n >= 3 (HPIO). */
 double trimmed_mean(const double *v, int n);
+/* Median of v[n] (mean of the two middle values when n is even); min and max through lo, hi. */
+double median_of(const double *v, int n, double *lo, double *hi);
+/* Metric k = median of v[n], and k_min, k_max (the --repeat spread). Returns the median. */
+double jo_spread(jobj *o, const char *k, const double *v, int n);
 
 /* ---- suites ------------------------------------------------------------------------------ */
 

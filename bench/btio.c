@@ -32,7 +32,7 @@ const char btio_usage[] =
     "      --compute-cost SECONDS synthetic compute per iteration (default 0.01)\n"
     "      --nonblocking-api A    iwrite_all (default) or begin_end (split collective)\n"
     "      --stage-dir DIR        node-local directory of the stage mode\n"
-    "                             (default DIR/pario-bench-stage)\n" COMMON_HELP;
+    "                             (default DIR/pario-bench-stage)\n" REPEAT_HELP COMMON_HELP;
 
 enum { O_MODE = OPT_SUITE0, O_COST, O_NBAPI, O_STAGEDIR };
 
@@ -253,31 +253,44 @@ static void set_params(result *r, const bt_run *c) {
            o->cost, c->mode == NONBLOCKING ? " " : "", c->mode == NONBLOCKING ? nbapi_names[o->nbapi] : "");
 }
 
-static void report(result *r, const bt_run *c) {
+/* Each figure: the median of the B.repeat runs, with _min and _max. */
+static void report(result *r, const bt_run *c, double (*t)[3], int n) {
   double bytes = (double)c->steps * (double)(c->o->n * c->o->n * c->o->n) * 40;
-  r->seconds = c->total_s;
-  r->mbps = bytes / c->total_s / 1e6;
-  jo_num(&r->metrics, "compute_s", c->compute_s);
-  jo_num(&r->metrics, "io_s", c->io_s);
-  jo_num(&r->metrics, "total_s", c->total_s);
-  jo_num(&r->metrics, "mb_per_s", r->mbps);
-  jo_num(&r->metrics, "io_mb_per_s", c->io_s > 0 ? bytes / c->io_s / 1e6 : 0);
+  double *v = calloc((size_t)n, sizeof *v);
+  static const char *const keys[3] = {"compute_s", "io_s", "total_s"};
+  double med[3];
+  for (int j = 0; j < 3; j++) {
+    for (int k = 0; k < n; k++) v[k] = t[k][j];
+    med[j] = jo_spread(&r->metrics, keys[j], v, n);
+  }
+  for (int k = 0; k < n; k++) v[k] = bytes / t[k][2] / 1e6;
+  r->seconds = med[2];
+  r->mbps = jo_spread(&r->metrics, "mb_per_s", v, n);
+  for (int k = 0; k < n; k++) v[k] = t[k][1] > 0 ? bytes / t[k][1] / 1e6 : 0;
+  jo_spread(&r->metrics, "io_mb_per_s", v, n);
   jo_int(&r->metrics, "bytes", (long long)bytes);
-  snprintf(r->note, sizeof r->note, "compute %.3fs io %.3fs", c->compute_s, c->io_s);
+  snprintf(r->note, sizeof r->note, "compute %.3fs io %.3fs", med[0], med[1]);
+  free(v);
 }
 
 static void measure(bt_run *c) {
   result r;
   res_init(&r, "btio", mode_names[c->mode]);
   set_params(&r, c);
-  c->compute_s = c->io_s = 0;
-  c->pending = 0;
-  file_remove(c->path);
-  run(&r, c);
-  if (res_ok_everywhere(&r) && B.verify) verify(&r, c);
-  res_agree(&r);
-  if (r.status == ST_OK) report(&r, c);
+  double (*t)[3] = calloc((size_t)B.repeat, sizeof *t);
+  for (int k = 0; k < B.repeat && r.status == ST_OK; k++) {
+    c->compute_s = c->io_s = 0;
+    c->pending = 0;
+    file_remove(c->path);
+    run(&r, c);
+    if (res_ok_everywhere(&r) && B.verify) verify(&r, c);
+    res_agree(&r);
+    t[k][0] = c->compute_s, t[k][1] = c->io_s, t[k][2] = c->total_s;
+  }
+  if (r.status == ST_OK) report(&r, c, t, B.repeat);
+  jo_int(&r.params, "repeat", B.repeat);
   res_emit(&r);
+  free(t);
   if (c->mode == STAGE && !B.keep) MPI_File_delete(c->local, MPI_INFO_NULL);
   if (!B.keep) file_remove(c->path);
 }
@@ -295,7 +308,7 @@ int btio_main(int argc, char **argv) {
       {"n", required_argument, 0, 'n'},          {"iterations", required_argument, 0, 'i'},
       {"write-every", required_argument, 0, 'k'}, {"mode", required_argument, 0, O_MODE},
       {"compute-cost", required_argument, 0, O_COST}, {"nonblocking-api", required_argument, 0, O_NBAPI},
-      {"stage-dir", required_argument, 0, O_STAGEDIR}, COMMON_LONG_OPTS, {0, 0, 0, 0}};
+      {"stage-dir", required_argument, 0, O_STAGEDIR}, REPEAT_LONG_OPT, COMMON_LONG_OPTS, {0, 0, 0, 0}};
   int rc = parse_options("btio", argc, argv, COMMON_SHORT "n:i:k:", longopts, bt_option, &o);
   if (rc) return rc;
   if (o.iters / o.every < 1) return usage_error("btio", "no write: iterations < write interval");

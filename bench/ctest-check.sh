@@ -6,6 +6,10 @@
 #   supported    exit 0, every measurement "ok" or "unsupported" (runs under pario)
 #   reject       the checker must reject injected corruption: exit != 0, "verification failed"
 #                printed, and a measurement with verified false and status "failed"
+#   limits       as ok, and every measurement has the spread of --repeat (params.repeat, and
+#                <metric>_min <= <metric> <= <metric>_max for its figures) and, where the suite
+#                measures the machine's limit, the limit and share = figure / limit
+# In every mode, a metric given with _min and _max must lie between them.
 set -u
 mode=$1 results=$2
 shift 2
@@ -15,7 +19,7 @@ rc=$?
 printf '%s\n' "$out"
 fail() { echo "ctest-check: FAIL: $*" >&2; exit 1; }
 case $mode in
-  ok|supported) [ "$rc" -eq 0 ] || fail "exit status $rc" ;;
+  ok|supported|limits) [ "$rc" -eq 0 ] || fail "exit status $rc" ;;
   reject)
     [ "$rc" -ne 0 ] || fail "corrupted data was accepted (exit status 0)"
     grep -q "verification failed" <<<"$out" || fail "no 'verification failed' message" ;;
@@ -43,6 +47,20 @@ METRICS = {
     "remote": "seconds mb_per_s mb_per_s_min mb_per_s_max requests_per_s",
     "datarep": "seconds mb_per_s",
 }
+# limits mode: the figures with a spread, and (metric, limit, how share is computed) per test.
+SPREAD = {"overlap": "ratio seconds mb_per_s ideal_ratio share", "noncontig": "seconds mb_per_s",
+          "sharedfp": "seconds mb_per_s records_per_s", "btio": "compute_s io_s total_s mb_per_s"}
+def limit_of(m):
+    s, t = m["suite"], m["test"]
+    if s == "sharedfp" and t in ("write_shared", "iwrite_shared"):
+        return "records_per_s", "limit_records_per_s", lambda v, l: v / l
+    if s == "noncontig" and t.startswith("collective-"):
+        return "mb_per_s", "device_mb_per_s", lambda v, l: v / l
+    if s == "overlap":
+        return None, "ideal_ratio", None      # share: median of per-run ideal / ratio
+    return None
+def num(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 TYPES = {"suite": str, "test": str, "impl": str, "impl_version": str, "mpi": str, "mpi_version": str,
          "ranks": int, "params": dict, "metrics": dict, "status": str, "time": str}
 errors, lines = [], [l for l in open(path) if l.strip()]
@@ -69,9 +87,27 @@ for n, line in enumerate(lines, 1):
     if m["status"] == "ok":
         errors += [f"{where}: metrics lacks number {k}" for k in METRICS[s].split()
                    if not isinstance(m["metrics"].get(k), (int, float))]
+    met = m["metrics"]
+    for k, v in met.items():
+        lo, hi = met.get(k + "_min"), met.get(k + "_max")
+        if num(v) and num(lo) and num(hi) and not lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9):
+            errors.append(f"{where}: {k} {v} outside its spread [{lo}, {hi}]")
+    if mode == "limits" and m["status"] == "ok":
+        if not (isinstance(m["params"].get("repeat"), int) and m["params"]["repeat"] >= 1):
+            errors.append(f"{where}: params lacks repeat")
+        errors += [f"{where}: metrics lack {k}_min/{k}_max" for k in SPREAD.get(s, "").split()
+                   if not (num(met.get(k + "_min")) and num(met.get(k + "_max")))]
+        lim = limit_of(m)
+        if lim:
+            fig, lk, share = lim
+            if not (num(met.get(lk)) and num(met.get("share")) and met[lk] > 0):
+                errors.append(f"{where}: {m['test']}: no limit {lk} and share: "
+                              f"{m['params'].get('limit_reason')}")
+            elif share and abs(met["share"] - share(met[fig], met[lk])) > 1e-6 * met["share"]:
+                errors.append(f"{where}: share {met['share']} is not {fig} / {lk}")
     st, ver = m["status"], m.get("verified")
     rejected |= st == "failed" and ver is False
-    if mode == "ok" and (st != "ok" or ver is False):
+    if mode in ("ok", "limits") and (st != "ok" or ver is False):
         errors.append(f"{where}: {m['test']}: status {st}, verified {ver}: {m.get('error')}")
     if mode == "supported" and st == "failed":
         errors.append(f"{where}: {m['test']}: failed: {m.get('error')}")

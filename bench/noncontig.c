@@ -3,10 +3,13 @@
  * independent vs collective, write and read, optional MPI_File_sync, hints; HPIO's trimmed mean. */
 #include "bench.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const layout_names[] = {"contig", "noncontig"};
 static const char *const access_names[] = {"independent", "collective"};
@@ -32,9 +35,12 @@ const char noncontig_usage[] =
     "      --access LIST          independent,collective (default both)\n"
     "      --op LIST              write,read (default both)\n"
     "      --sync                 MPI_File_sync after each write, inside the timing\n"
-    "  -i, --iterations N         timed iterations (default 10)\n" COMMON_HELP;
+    "  -i, --iterations N         timed iterations (default 10)\n"
+    "Collective measurements also measure the limit: the same useful bytes as one contiguous\n"
+    "share per rank with plain pwrite/pread of 8 MiB blocks (fsync with --sync); metrics\n"
+    "device_mb_per_s and share = mb_per_s / device_mb_per_s.\n" REPEAT_HELP COMMON_HELP;
 
-enum { O_RSIZE = OPT_SUITE0, O_RCOUNT, O_RSPACE, O_MEM, O_FILE, O_ACCESS, O_OP, O_SYNC };
+enum { O_RSIZE = OPT_SUITE0, O_RCOUNT, O_RSPACE, O_MEM, O_FILE, O_ACCESS, O_OP, O_SYNC_EACH };
 
 static int nc_list(const char *arg, const char *const *names, int n, int *mask, const char *what) {
   if ((*mask = parse_choice_list(arg, names, n)) < 0)
@@ -62,7 +68,7 @@ static int nc_option(int c, const char *arg, void *ctx) {
     case O_FILE: return nc_list(arg, layout_names, 2, &o->file, "file layout");
     case O_ACCESS: return nc_list(arg, access_names, 2, &o->access, "access");
     case O_OP: return nc_list(arg, op_names, 2, &o->op, "op");
-    case O_SYNC: o->sync = 1; return 0;
+    case O_SYNC_EACH: o->sync = 1; return 0;
     default: return usage_error("noncontig", "unknown option");
   }
 }
@@ -226,30 +232,121 @@ static void set_params(result *r, const nc_run *c) {
            c->file_nc ? "nc" : "c", o->sync && !c->read ? " sync" : "");
 }
 
+/* ---- the limit for collective I/O: the device's bandwidth for the same bytes ------------- */
+
+/* The useful bytes of the pattern (every rank's regions) moved as one contiguous share per rank
+ * with plain pwrite/pread of large blocks, in the same regime (--sync: fsync inside the timing).
+ * A collective access cannot beat this; share = measured MB/s / device MB/s. */
+#define DEV_BLOCK ((size_t)8 << 20)
+
+/* The device pass follows the measurement's regime: synced with --sync; direct (O_DIRECT) when
+ * the hint pario_direct_io=true is given and each rank's share is a multiple of 4 KiB. */
+static int dev_direct(size_t len) {
+  for (int i = 0; i < B.hints->n; i++)
+    if (strcmp(B.hints->key[i], "pario_direct_io") == 0 && strcmp(B.hints->val[i], "true") == 0)
+      return len % 4096 == 0 ? 1 : -1;
+  return 0;
+}
+
+static double dev_pass(result *r, const nc_run *c, const char *path, int rd, unsigned char *buf, size_t len) {
+  off_t base = (off_t)len * B.rank;
+  int fd = open(path, (rd ? O_RDONLY : O_WRONLY | O_CREAT) | (dev_direct(len) > 0 ? O_DIRECT : 0), 0644);
+  if (fd < 0) res_fail(r, "device pass: open %s: %s", path, strerror(errno));
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = now();
+  for (size_t done = 0; fd >= 0 && done < len && r->status == ST_OK;) {
+    size_t n = len - done < DEV_BLOCK ? len - done : DEV_BLOCK;
+    ssize_t got = rd ? pread(fd, buf + done, n, base + (off_t)done) : pwrite(fd, buf + done, n, base + (off_t)done);
+    if (got <= 0) res_fail(r, "device pass: %s %s: %s", rd ? "pread" : "pwrite", path, got < 0 ? strerror(errno) : "end of file");
+    else done += (size_t)got;
+  }
+  if (fd >= 0 && !rd && c->o->sync && fsync(fd) != 0) res_fail(r, "device pass: fsync %s: %s", path, strerror(errno));
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t = max_all(now() - t0);
+  if (fd >= 0) close(fd);
+  return t;
+}
+
+/* One run: `iters` write passes (and read passes, reading back and checking what was written);
+ * returns the trimmed mean of the op's passes, like the measured figure. */
+static double dev_run(result *r, const nc_run *c) {
+  char path[4200];
+  size_t len = (size_t)(c->o->count * c->size);
+  unsigned char *buf = xalloc(len);
+  double *t = calloc((size_t)c->o->iters, sizeof *t);
+  snprintf(path, sizeof path, "%s.device", c->path);
+  file_remove(path);
+  for (long long k = 0; k < c->o->iters && res_ok_everywhere(r); k++) {
+    pat_fill(buf, (MPI_Offset)len * B.rank, len);
+    double tw = dev_pass(r, c, path, 0, buf, len);
+    if (!res_ok_everywhere(r)) break;
+    memset(buf, 0, len);
+    double tr = dev_pass(r, c, path, 1, buf, len);
+    long long bad = r->status == ST_OK ? pat_check(buf, (MPI_Offset)len * B.rank, len) : -1;
+    if (bad >= 0) res_mismatch(r, "device pass read wrong data at offset %lld", (long long)len * B.rank + bad);
+    t[k] = c->read ? tr : tw;
+  }
+  double m = trimmed_mean(t, (int)c->o->iters);
+  free(t);
+  free(buf);
+  if (!B.keep) file_remove(path);
+  return m;
+}
+
+static void put_limit(result *r, const nc_run *c, const double *mb, int n) {
+  double *dev = calloc((size_t)n, sizeof *dev), bytes = (double)B.size * c->o->count * c->size;
+  for (int k = 0; k < n && res_ok_everywhere(r); k++) dev[k] = bytes / dev_run(r, c) / 1e6;
+  res_agree(r);
+  size_t len = (size_t)(c->o->count * c->size);
+  static const char *const regimes[] = {"cached", "synced", "direct"};
+  jo_str(&r->params, "device_regime", regimes[dev_direct(len) > 0 ? 2 : c->o->sync && !c->read ? 1 : 0]);
+  if (dev_direct(len) < 0)
+    jo_str(&r->params, "limit_reason", "device pass not direct: share per rank not a multiple of 4 KiB");
+  if (r->status == ST_OK) {
+    double d = jo_spread(&r->metrics, "device_mb_per_s", dev, n), m = median_of(mb, n, NULL, NULL);
+    jo_num(&r->metrics, "share", m / d);
+    snprintf(r->note, sizeof r->note, "device %.1f MB/s, share %.2f", d, m / d);
+  }
+  free(dev);
+}
+
+/* ---- one measurement: B.repeat runs of `iters` iterations ---------------------------------- */
+
 static void measure(nc_run *c) {
   result r;
   char test[64];
   snprintf(test, sizeof test, "%s-%s", access_names[c->coll], op_names[c->read]);
   res_init(&r, "noncontig", test);
   set_params(&r, c);
-  double *t = calloc((size_t)c->o->iters, sizeof *t);
+  int n = B.repeat;
+  double *t = calloc((size_t)c->o->iters, sizeof *t), *secs = calloc((size_t)n, sizeof *secs),
+         *mb = calloc((size_t)n, sizeof *mb), lo = 0, hi = 0;
+  double bytes = (double)B.size * (double)c->o->count * (double)c->size;
   c->buf = xalloc(c->buflen);
-  run_measure(&r, c, t);
-  res_agree(&r);
+  for (int k = 0; k < n && r.status == ST_OK; k++) {
+    run_measure(&r, c, t);
+    res_agree(&r);
+    secs[k] = trimmed_mean(t, (int)c->o->iters);
+    mb[k] = bytes / secs[k] / 1e6;
+    for (long long i = 0; i < c->o->iters; i++) {
+      lo = (k == 0 && i == 0) || t[i] < lo ? t[i] : lo;
+      hi = (k == 0 && i == 0) || t[i] > hi ? t[i] : hi;
+    }
+  }
   if (r.status == ST_OK) {
-    double bytes = (double)B.size * (double)c->o->count * (double)c->size, lo = t[0], hi = t[0];
-    for (long long k = 1; k < c->o->iters; k++) lo = t[k] < lo ? t[k] : lo, hi = t[k] > hi ? t[k] : hi;
-    r.seconds = trimmed_mean(t, (int)c->o->iters);
-    r.mbps = bytes / r.seconds / 1e6;
-    jo_num(&r.metrics, "seconds", r.seconds);
-    jo_num(&r.metrics, "mb_per_s", r.mbps);
+    r.seconds = jo_spread(&r.metrics, "seconds", secs, n);
+    r.mbps = jo_spread(&r.metrics, "mb_per_s", mb, n);
     jo_int(&r.metrics, "bytes", (long long)bytes);
     jo_num(&r.metrics, "min_seconds", lo);
     jo_num(&r.metrics, "max_seconds", hi);
+    if (c->coll) put_limit(&r, c, mb, n);
   }
+  jo_int(&r.params, "repeat", n);
   res_emit(&r);
   free(c->buf);
   free(t);
+  free(secs);
+  free(mb);
   if (!B.keep) file_remove(c->path);
 }
 
@@ -276,8 +373,8 @@ int noncontig_main(int argc, char **argv) {
       {"region-size", required_argument, 0, O_RSIZE}, {"region-count", required_argument, 0, O_RCOUNT},
       {"region-spacing", required_argument, 0, O_RSPACE}, {"mem", required_argument, 0, O_MEM},
       {"file", required_argument, 0, O_FILE},   {"access", required_argument, 0, O_ACCESS},
-      {"op", required_argument, 0, O_OP},       {"sync", no_argument, 0, O_SYNC},
-      {"iterations", required_argument, 0, 'i'}, COMMON_LONG_OPTS, {0, 0, 0, 0}};
+      {"op", required_argument, 0, O_OP},       {"sync", no_argument, 0, O_SYNC_EACH},
+      {"iterations", required_argument, 0, 'i'}, REPEAT_LONG_OPT, COMMON_LONG_OPTS, {0, 0, 0, 0}};
   int rc = parse_options("noncontig", argc, argv, COMMON_SHORT "i:", longopts, nc_option, &o);
   if (rc) return rc;
   for (int s = 0; s < o.nsizes; s++)

@@ -49,7 +49,9 @@ const char overlap_usage[] =
     "      --regime R            cached (default), synced or direct\n"
     "      --tsv FILE            append the thesis's tab-separated line here (default\n"
     "                            results.txt; - for stdout)\n"
-    "      --verbose             print every calibration try (rank 0)\n" COMMON_HELP;
+    "      --verbose             print every calibration try (rank 0)\n"
+    "The limit: ideal_ratio = max(io, calc) / (io + calc) from the blocking phase's times;\n"
+    "share = ideal_ratio / ratio (1: the overlap is perfect).\n" REPEAT_HELP COMMON_HELP;
 
 enum { O_MINT = OPT_SUITE0, O_MAXT, O_SCEN, O_RATIO, O_API, O_SYNC, O_DIRECT, O_REGIME, O_TSV, O_COLL,
        O_VERBOSE };
@@ -381,6 +383,74 @@ static void put_metrics(result *r, const ov_opts *o, const ov_fields *f, double 
            f->p_time, f->s_time, f->quality, f->quality < 0.11 ? "" : " (>= 0.11: inexact)");
 }
 
+/* ---- --repeat: medians of the runs' fields, the spread of the headline ones ------------- */
+
+#define NFIELDS (sizeof(ov_fields) / sizeof(double))
+_Static_assert(sizeof(ov_fields) == NFIELDS * sizeof(double), "ov_fields holds doubles only");
+
+/* Field j of every run into v[n]. */
+static void field_values(const ov_fields *f, int n, size_t j, double *v) {
+  for (int k = 0; k < n; k++) {
+    double d[NFIELDS];
+    memcpy(d, &f[k], sizeof d);
+    v[k] = d[j];
+  }
+}
+
+/* Every field: the median over the runs (each field on its own; the TSV line gets these). */
+static void median_fields(const ov_fields *f, int n, ov_fields *out) {
+  double d[NFIELDS], *v = calloc((size_t)n, sizeof *v);
+  for (size_t j = 0; j < NFIELDS; j++) {
+    field_values(f, n, j, v);
+    d[j] = median_of(v, n, NULL, NULL);
+  }
+  memcpy(out, d, sizeof d);
+  free(v);
+}
+
+static void put_spread(result *r, const ov_opts *o, const ov_fields *f, int n) {
+  double *v = calloc((size_t)n, sizeof *v);
+  static const struct { const char *key; size_t off; } shown[] = {
+      {"ratio", offsetof(ov_fields, ratio)}, {"reduce_p_time", offsetof(ov_fields, p_time)},
+      {"reduce_s_time", offsetof(ov_fields, s_time)}, {"s_avg_io", offsetof(ov_fields, s_io)},
+      {"s_avg_calc", offsetof(ov_fields, s_calc)}, {"seconds", offsetof(ov_fields, p_time)}};
+  char key[64];
+  for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
+    double lo, hi;
+    field_values(f, n, shown[i].off / sizeof(double), v);
+    median_of(v, n, &lo, &hi);
+    snprintf(key, sizeof key, "%s_min", shown[i].key);
+    jo_num(&r->metrics, key, lo);
+    snprintf(key, sizeof key, "%s_max", shown[i].key);
+    jo_num(&r->metrics, key, hi);
+  }
+  for (int k = 0; k < n; k++) v[k] = (double)o->iters * o->elements * B.size / f[k].p_time / 1e6;
+  double lo, hi;
+  median_of(v, n, &lo, &hi);
+  jo_num(&r->metrics, "mb_per_s_min", lo);
+  jo_num(&r->metrics, "mb_per_s_max", hi);
+  free(v);
+}
+
+/* The limit: perfect overlap hides the shorter of I/O and compute, so the best ratio is
+ * max(io, calc) / (io + calc), from the blocking phase's measured write and compute times
+ * per iteration (the direct-I/O write time in the direct regime). share = ideal / ratio:
+ * 1 when the nonblocking phase reaches the ideal. Median over the runs, with the spread. */
+static void put_limit(result *r, const ov_fields *f, int n) {
+  double *ideal = calloc((size_t)n, sizeof *ideal), *share = calloc((size_t)n, sizeof *share);
+  for (int k = 0; k < n; k++) {
+    double io = f[k].s_io, calc = f[k].s_calc;
+    ideal[k] = io + calc > 0 ? fmax(io, calc) / (io + calc) : NAN;
+    share[k] = ideal[k] / f[k].ratio;
+  }
+  double i = jo_spread(&r->metrics, "ideal_ratio", ideal, n);
+  double sh = jo_spread(&r->metrics, "share", share, n);
+  size_t len = strlen(r->note);
+  snprintf(r->note + len, sizeof r->note - len, " ideal %.3f share %.2f", i, sh);
+  free(ideal);
+  free(share);
+}
+
 static void set_params(result *r, const ov_opts *o) {
   char b[32];
   jobj *p = &r->params;
@@ -432,7 +502,7 @@ int overlap_main(int argc, char **argv) {
       {"direct", no_argument, 0, O_DIRECT},        {"regime", required_argument, 0, O_REGIME},
       {"tsv", required_argument, 0, O_TSV},        {"verbose", no_argument, 0, O_VERBOSE},
       {"collective", no_argument, 0, O_COLL},
-      COMMON_LONG_OPTS, {0, 0, 0, 0}};
+      REPEAT_LONG_OPT, COMMON_LONG_OPTS, {0, 0, 0, 0}};
   int rc = parse_options("overlap", argc, argv, COMMON_SHORT "f:F:di:s:I:e:m:", longopts, ov_option, &o);
   if (rc || (rc = check_ratio(&o))) return rc;
   if (!o.file) o.file = test_path(path, sizeof path, "overlap.dat"); /* after --dir is known */
@@ -444,17 +514,25 @@ int overlap_main(int argc, char **argv) {
   ov_ctx c = {.o = &o, .fh = MPI_FILE_NULL, .buf = xalloc((size_t)o.elements)};
   memset(c.buf, 0, (size_t)o.elements);
   long long tries = calibrate(&r, &c);
-  ov_sums p, s;
-  if (res_ok_everywhere(&r)) run_phase(&r, &c, 1, &p);
-  if (res_ok_everywhere(&r)) run_phase(&r, &c, 0, &s);
+  ov_fields *f = calloc((size_t)B.repeat, sizeof *f);
+  for (int k = 0; k < B.repeat && res_ok_everywhere(&r); k++) {
+    ov_sums p, s;
+    run_phase(&r, &c, 1, &p);
+    if (res_ok_everywhere(&r)) run_phase(&r, &c, 0, &s);
+    if (res_ok_everywhere(&r)) reduce_fields(&o, &p, &s, &f[k]);
+  }
   res_agree(&r);
   if (r.status == ST_OK) {
-    ov_fields f;
-    reduce_fields(&o, &p, &s, &f);
-    put_metrics(&r, &o, &f, c.units, tries);
-    write_tsv(&o, &f);
+    ov_fields med;
+    median_fields(f, B.repeat, &med);
+    put_metrics(&r, &o, &med, c.units, tries);
+    put_spread(&r, &o, f, B.repeat);
+    put_limit(&r, f, B.repeat);
+    write_tsv(&o, &med);
   }
+  jo_int(&r.params, "repeat", B.repeat);
   res_emit(&r);
+  free(f);
   free(c.buf);
   return 0;
 }

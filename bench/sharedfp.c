@@ -4,11 +4,15 @@
  * per-process or per-group sizing; every record is self-describing and a checker proves the file. */
 #include "bench.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const mode_names[] = {"write_shared", "write_ordered", "iwrite_shared",
                                          "write_ordered_begin", "write_individual"};
@@ -44,7 +48,10 @@ const char sharedfp_usage[] =
     "  -v, --variability PCT    record length varies by +-PCT %% (default 0)\n"
     "      --per-process        each rank writes SIZE per loop (test series 4)\n"
     "      --per-group          the ranks together write SIZE per loop (series 2, default)\n"
-    "      --sizing S           per-process or per-group\n" COMMON_HELP;
+    "      --sizing S           per-process or per-group\n"
+    "Modes 1 and 3 also measure the machine's limit: plain processes sharing one atomic\n"
+    "counter (MPI-3 shared-memory window) with one pwrite per record; metrics\n"
+    "limit_records_per_s and share = records_per_s / limit.\n" REPEAT_HELP COMMON_HELP;
 
 enum { O_PERPROC = OPT_SUITE0, O_PERGROUP, O_SIZING };
 
@@ -311,7 +318,9 @@ static void note_component(result *r, MPI_File fh) {
   jo_str(&r->params, "sharedfp_component", flag ? v : NULL);
 }
 
-static double timed_run(result *r, const sf_opts *o, int mode, const char *path, unsigned char *buf) {
+/* `first`: the first run of a measurement, which records the component in params. */
+static double timed_run(result *r, const sf_opts *o, int mode, const char *path, unsigned char *buf,
+                        int first) {
   MPI_File fh;
   MPI_Barrier(MPI_COMM_WORLD);
   double t0 = now();
@@ -325,7 +334,7 @@ static double timed_run(result *r, const sf_opts *o, int mode, const char *path,
     rc = write_record(fh, mode, buf, (int)len, off, &what);
     if (res_mpi(r, rc, what)) break;
   }
-  if (rc == MPI_SUCCESS && mode != 5) note_component(r, fh);
+  if (rc == MPI_SUCCESS && mode != 5 && first) note_component(r, fh);
   file_close(r, &fh, "MPI_File_close");
   MPI_Barrier(MPI_COMM_WORLD);
   return max_all(now() - t0);
@@ -343,34 +352,152 @@ static void set_params(result *r, const sf_opts *o, int mode) {
            size_str(o->data_size, b, sizeof b), o->loops, o->variability, sizing_names[o->per_process]);
 }
 
-static void measure(const sf_opts *o, int mode, const char *path) {
+/* ---- the machine's limit for write_shared ---------------------------------------------- */
+
+/* What the shared-pointer write could cost at best on this node: plain processes share one
+ * atomic counter (an MPI-3 shared-memory window, C11 fetch-and-add) and do one pwrite per
+ * record at the offset they took, with the same records as the measured modes. */
+typedef struct {
+  int state;             /* 0 not measured yet, 1 measured, -1 not measurable (reason) */
+  char reason[160];
+  double *rps;           /* records/s of each of the B.repeat runs */
+} sf_limit;
+
+static double limit_run(result *r, const sf_opts *o, const char *path, _Atomic uint64_t *ctr,
+                        unsigned char *buf) {
+  if (B.rank == 0) {
+    atomic_store(ctr, 0);
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    if (fd < 0) res_fail(r, "limit: create %s: %s", path, strerror(errno));
+    else close(fd);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = now();
+  int fd = open(path, O_WRONLY);
+  if (fd < 0) res_fail(r, "limit: open %s: %s", path, strerror(errno));
+  for (long long i = 0; i < o->loops && fd >= 0 && r->status == ST_OK; i++) {
+    size_t len = rec_len(o, (uint64_t)B.rank, (uint64_t)i);
+    make_record(buf, len, (uint64_t)B.rank, (uint64_t)i);
+    uint64_t off = atomic_fetch_add_explicit(ctr, len, memory_order_relaxed);
+    ssize_t n = pwrite(fd, buf, len, (off_t)off);
+    if (n != (ssize_t)len) res_fail(r, "limit: pwrite %s: %s", path, n < 0 ? strerror(errno) : "short write");
+  }
+  if (fd >= 0 && close(fd) != 0) res_fail(r, "limit: close %s: %s", path, strerror(errno));
+  MPI_Barrier(MPI_COMM_WORLD);
+  return max_all(now() - t0);
+}
+
+/* Only where every rank shares the node's memory (one window over MPI_COMM_WORLD). */
+static int limit_window(sf_limit *lim, MPI_Win *win, _Atomic uint64_t **ctr) {
+  MPI_Comm node;
+  int nsize = 0, all = 0;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &nsize);
+  MPI_Comm_free(&node);
+  int one = nsize == B.size;
+  MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all) {
+    snprintf(lim->reason, sizeof lim->reason, "ranks do not share one node (MPI_COMM_TYPE_SHARED)");
+    return 0;
+  }
+  void *base = NULL;
+  MPI_Aint sz = 0;
+  int disp = 0;
+  if (MPI_Win_allocate_shared(B.rank == 0 ? 64 : 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, win) !=
+      MPI_SUCCESS) {
+    snprintf(lim->reason, sizeof lim->reason, "MPI_Win_allocate_shared failed");
+    return 0;
+  }
+  MPI_Win_shared_query(*win, 0, &sz, &disp, &base);
+  *ctr = base;
+  return 1;
+}
+
+static void limit_measure(sf_limit *lim, const sf_opts *o, const char *path) {
+  char lpath[4200];
+  result r;
+  MPI_Win win;
+  _Atomic uint64_t *ctr = NULL;
+  snprintf(lpath, sizeof lpath, "%s.limit", path);
+  lim->state = -1;
+  if (!limit_window(lim, &win, &ctr)) return;
+  res_init(&r, "sharedfp", "limit");
+  unsigned char *buf = xalloc(rec_max(o));
+  lim->rps = calloc((size_t)B.repeat, sizeof *lim->rps);
+  for (int k = 0; k < B.repeat && r.status == ST_OK; k++) {
+    double t = limit_run(&r, o, lpath, ctr, buf);
+    lim->rps[k] = (double)(o->loops * B.size) / t;
+    if (res_ok_everywhere(&r) && B.verify && B.rank == 0) check_file(&r, o, lpath, 0);
+    res_ok_everywhere(&r);
+  }
+  res_agree(&r);
+  free(buf);
+  MPI_Win_free(&win);
+  if (!B.keep) file_remove(lpath);
+  lim->state = r.status == ST_OK ? 1 : -1;
+  if (r.status != ST_OK) snprintf(lim->reason, sizeof lim->reason, "%.150s", r.error);
+  jo_free(&r.params);
+  jo_free(&r.metrics);
+}
+
+/* limit_records_per_s (median, _min, _max) and share = records/s / limit, for modes 1 and 3. */
+static void limit_metrics(result *r, sf_limit *lim, const sf_opts *o, const char *path, double rps) {
+  if (lim->state == 0) limit_measure(lim, o, path);
+  if (lim->state < 0) {
+    jo_raw(&r->metrics, "limit_records_per_s", "null");
+    jo_raw(&r->metrics, "share", "null");
+    jo_str(&r->params, "limit_reason", lim->reason);
+    return;
+  }
+  double l = jo_spread(&r->metrics, "limit_records_per_s", lim->rps, B.repeat);
+  jo_num(&r->metrics, "share", rps / l);
+  size_t n = strlen(r->note);
+  snprintf(r->note + n, sizeof r->note - n, ", limit %.0f/s, share %.2f", l, rps / l);
+}
+
+/* ---- one measurement: B.repeat timed runs, each verified -------------------------------- */
+
+static void timed_runs(result *r, const sf_opts *o, int mode, const char *path, double bytes, double *t) {
+  unsigned char *buf = xalloc(rec_max(o));
+  for (int k = 0; k < B.repeat && r->status == ST_OK; k++) {
+    file_remove(path);
+    t[k] = timed_run(r, o, mode, path, buf, k == 0);
+    if (res_ok_everywhere(r) && B.verify) {
+      if (B.inject && k == B.repeat - 1) corrupt_byte(path, (MPI_Offset)(bytes / 2) + HDR + 5);
+      if (B.rank == 0) check_file(r, o, path, mode == 2 || mode == 4 || mode == 5);
+    }
+    res_ok_everywhere(r);
+  }
+  free(buf);
+}
+
+static void measure(const sf_opts *o, int mode, const char *path, sf_limit *lim) {
   result r;
   res_init(&r, "sharedfp", mode_names[mode - 1]);
   set_params(&r, o, mode);
   double mine = 0, bytes = 0;
   for (long long i = 0; i < o->loops; i++) mine += (double)rec_len(o, (uint64_t)B.rank, (uint64_t)i);
   MPI_Allreduce(&mine, &bytes, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  unsigned char *buf = xalloc(rec_max(o));
-  file_remove(path);
-  double t = timed_run(&r, o, mode, path, buf);
-  free(buf);
-  if (res_ok_everywhere(&r) && B.verify) {
-    if (B.inject) corrupt_byte(path, (MPI_Offset)(bytes / 2) + HDR + 5);
-    if (B.rank == 0) check_file(&r, o, path, mode == 2 || mode == 4 || mode == 5);
-  }
+  double *t = calloc((size_t)B.repeat, sizeof *t), *mb = calloc((size_t)B.repeat, sizeof *mb),
+         *rps = calloc((size_t)B.repeat, sizeof *rps);
+  timed_runs(&r, o, mode, path, bytes, t);
   res_agree(&r);
   if (r.status == ST_OK) {
     double recs = (double)(o->loops * B.size);
-    r.seconds = t;
-    r.mbps = bytes / t / 1e6;
-    jo_num(&r.metrics, "seconds", t);
-    jo_num(&r.metrics, "mb_per_s", r.mbps);
-    jo_num(&r.metrics, "records_per_s", recs / t);
+    for (int k = 0; k < B.repeat; k++) mb[k] = bytes / t[k] / 1e6, rps[k] = recs / t[k];
+    r.seconds = jo_spread(&r.metrics, "seconds", t, B.repeat);
+    r.mbps = jo_spread(&r.metrics, "mb_per_s", mb, B.repeat);
+    double rate = jo_spread(&r.metrics, "records_per_s", rps, B.repeat);
     jo_int(&r.metrics, "records", (long long)recs);
     jo_int(&r.metrics, "bytes", (long long)bytes);
-    snprintf(r.note, sizeof r.note, "%.0f records/s", recs / t);
+    snprintf(r.note, sizeof r.note, "%.0f records/s", rate);
+    if (mode == 1 || mode == 3) limit_metrics(&r, lim, o, path, rate);
   }
+  jo_int(&r.params, "repeat", B.repeat);
   res_emit(&r);
+  free(t);
+  free(mb);
+  free(rps);
   if (!B.keep) file_remove(path);
 }
 
@@ -384,7 +511,7 @@ static void warm_up(const sf_opts *o, const char *path) {
   res_init(&r, "sharedfp", "warm-up");
   unsigned char *buf = xalloc(rec_max(o));
   file_remove(path);
-  timed_run(&r, o, 5, path, buf);
+  timed_run(&r, o, 5, path, buf, 0);
   free(buf);
   file_remove(path);
   jo_free(&r.params);
@@ -397,14 +524,16 @@ int sharedfp_main(int argc, char **argv) {
       {"data-size", required_argument, 0, 'd'}, {"loops", required_argument, 0, 'i'},
       {"mode", required_argument, 0, 'm'},      {"variability", required_argument, 0, 'v'},
       {"per-process", no_argument, 0, O_PERPROC}, {"per-group", no_argument, 0, O_PERGROUP},
-      {"sizing", required_argument, 0, O_SIZING}, COMMON_LONG_OPTS, {0, 0, 0, 0}};
+      {"sizing", required_argument, 0, O_SIZING}, REPEAT_LONG_OPT, COMMON_LONG_OPTS, {0, 0, 0, 0}};
   int rc = parse_options("sharedfp", argc, argv, COMMON_SHORT "f:d:i:m:v:", longopts, sf_option, &o);
   if (rc) return rc;
   if ((double)o.loops * B.size > 1e9) return usage_error("sharedfp", "too many records");
   char path[4096];
   if (!o.file) o.file = test_path(path, sizeof path, "sharedfp.dat");
   warm_up(&o, o.file);
+  sf_limit lim = {0};
   for (int m = 1; m <= 5; m++)
-    if (o.modes & (1 << (m - 1))) measure(&o, m, o.file);
+    if (o.modes & (1 << (m - 1))) measure(&o, m, o.file, &lim);
+  free(lim.rps);
   return 0;
 }

@@ -12,7 +12,7 @@
 
 static hints common_hints;
 bench_ctx B = {.results = "pario-bench-results.jsonl", .verify = 1, .dir = ".",
-               .hints = &common_hints};
+               .hints = &common_hints, .repeat = 1};
 
 void say(const char *fmt, ...) {
   if (B.rank != 0) return;
@@ -43,6 +43,12 @@ int common_option(int c, const char *arg) {
     case OPT_INJECT: B.inject = 1; return 1;
     case OPT_DIR: B.dir = arg; return 1;
     case OPT_HINT: return hints_add(B.hints, arg) == 0 ? 1 : -1;
+    case OPT_REPEAT: {
+      long long n;
+      if (parse_int(arg, 1, MAX_REPEAT, &n)) return -2;
+      B.repeat = (int)n;
+      return 1;
+    }
     default: return 0;
   }
 }
@@ -58,6 +64,7 @@ int parse_options(const char *suite, int argc, char **argv, const char *shortopt
       return usage_error(suite, "bad or incomplete option '%s'", argv[optind - 1]);
     }
     int common = common_option(c, optarg);
+    if (common == -2) return usage_error(suite, "bad repeat count '%s' (1-%d)", optarg, MAX_REPEAT);
     if (common < 0) return usage_error(suite, "bad hint '%s' (want KEY=VALUE)", optarg);
     if (common > 0) continue;
     if (handle(c, optarg, ctx) != 0) return 2;
@@ -86,6 +93,30 @@ double trimmed_mean(const double *v, int n) {
   for (int i = lo; i < hi; i++) sum += s[i];
   free(s);
   return sum / (hi - lo);
+}
+
+double median_of(const double *v, int n, double *lo, double *hi) {
+  if (n <= 0) return NAN;
+  double *s = malloc(sizeof *s * (size_t)n), m;
+  if (!s) return v[0];
+  memcpy(s, v, sizeof *s * (size_t)n);
+  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  m = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  if (lo) *lo = s[0];
+  if (hi) *hi = s[n - 1];
+  free(s);
+  return m;
+}
+
+double jo_spread(jobj *o, const char *k, const double *v, int n) {
+  char key[96];
+  double lo = NAN, hi = NAN, m = median_of(v, n, &lo, &hi);
+  jo_num(o, k, m);
+  snprintf(key, sizeof key, "%s_min", k);
+  jo_num(o, key, lo);
+  snprintf(key, sizeof key, "%s_max", k);
+  jo_num(o, key, hi);
+  return m;
 }
 
 long long parse_size(const char *s) {

@@ -7,7 +7,8 @@
 # the HPIO pattern of seed 001 at 4 ranks, collective and independent writes, merged into
 # results/demo-*-trace/trace.json (Perfetto) and report.html (timeline and tables).
 # Ctrl-C stops the MPI job in progress and exits 130 (pario runs in place of this script, so
-# it gets the signal itself).
+# it gets the signal itself). One round per configuration (PARIO_DEMO_REPEAT=5 for medians
+# with spreads; a demo's figures are too short to quote anyway, see docs/measuring.md).
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
@@ -30,4 +31,4 @@ if [ -x "$build/mpich/bench/pario-bench" ]; then
 fi
 echo "== pario bench run all --quick"
 exec "$build/venv/bin/pario" bench run all --quick --build-dir "$build" \
-  --out "results/demo-$stamp"
+  --repeat "${PARIO_DEMO_REPEAT:-1}" --out "results/demo-$stamp"

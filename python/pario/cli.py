@@ -29,10 +29,12 @@ from typing import List, Optional
 from . import IMPLS, MPIS, SUITES, __version__
 from .launch import Launcher, LauncherError
 from .locate import bench_version, find_bench, find_server
-from .plan import PlanError, parse_choice_list, parse_ranks, parse_suites, plan_sweep
+from .plan import PlanError, default_repeat, parse_choice_list, parse_ranks, parse_suites, plan_sweep
 from .results import META_FILE, REPORT_FILE, RESULTS_FILE, RUNS_FILE, load_results, save_meta
 from .runner import (LOG_DIR, SCRATCH_DIR, Interrupted, Runner, bench_path, build_dir_default, fmt_duration,
                      lib_path)
+from . import settle
+from .settle import SETTLE_METHODS, SettleError, Settler
 from .summary import SUMMARY_CSV, SUMMARY_JSON
 from .tables import compare, group, headline_text, summary_text
 
@@ -56,6 +58,16 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if not math.isfinite(v) or v <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return v
+
+
+def _pause(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text}")
     return v
 
 
@@ -91,7 +103,8 @@ def _parser() -> argparse.ArgumentParser:
                "  pario bench run cfs,sharedfp --ranks 1,2,4,8 --mpi mpich\n"
                "  pario bench run noncontig --launcher 'srun -n {ranks}' --mpi openmpi")
     run.add_argument("suite", metavar="SUITE", help="a suite, a comma-separated list, or 'all'")
-    run.add_argument("--quick", action="store_true", help="tiny sizes: `all --quick` takes a few minutes on 2 cores")
+    run.add_argument("--quick", action="store_true", help="tiny sizes: `all --quick` takes a few minutes per round on 2 cores (a smoke test: "
+                          "its figures are too short to quote)")
     run.add_argument("--ranks", metavar="LIST", help="rank counts, e.g. 1,2,4 (default 1,2,4)")
     run.add_argument("--mpi", metavar="LIST", default=",".join(MPIS),
                      help="MPI flavours (default %(default)s)")
@@ -110,6 +123,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--append", action="store_true",
                      help="add to the results already in DIR instead of starting afresh")
     run.add_argument("--dry-run", action="store_true", help="print the planned commands and stop")
+    run.add_argument("--repeat", type=int, metavar="N", default=None,
+                     help="rounds per configuration, native and pario launched alternately "
+                          "(native, pario, native, ...); figures are medians with min-max "
+                          "(default 5 when both implementations run, else 1)")
+    run.add_argument("--settle", metavar="METHOD", default="fadvise", choices=SETTLE_METHODS,
+                     help="before each launch: sync, then drop the previous run's page cache with "
+                          "posix_fadvise DONTNEED on its files (fadvise, default), or the whole cache "
+                          "through /proc/sys/vm/drop_caches (drop-caches, root only); none: pause only")
+    run.add_argument("--settle-pause", type=_pause, metavar="SECONDS", default=settle.DEFAULT_PAUSE,
+                     help="pause after the settle step (default %(default)g)")
 
     rem = bsub.add_parser(
         "remote", help="remote I/O experiments (seed 004): pario-server against XRootD and a TCP copy",
@@ -289,9 +312,16 @@ def cmd_run(args) -> int:
     if os.path.exists(out) and not os.path.isdir(out):
         return _error(f"--out {out}: exists and is not a directory")
     timeout = args.timeout if args.timeout else (60.0 if args.quick else 1800.0)
-    runs = plan_sweep(suites, mpis, impls, ranks, quick=args.quick)
+    repeat = args.repeat if args.repeat is not None else default_repeat(impls)
+    if not 1 <= repeat <= 100:
+        return _error(f"--repeat {repeat}: give 1 to 100 rounds")
+    try:
+        settler = Settler(args.settle, args.settle_pause)
+    except SettleError as e:
+        return _error(str(e))
+    runs = plan_sweep(suites, mpis, impls, ranks, quick=args.quick, repeat=repeat)
     installs = {m: find_bench(m, build_dir) for m in mpis}
-    runner = Runner(out, build_dir, launcher, timeout, installs=installs)
+    runner = Runner(out, build_dir, launcher, timeout, installs=installs, settle=settler)
 
     if args.dry_run:
         for r in runs:
@@ -329,10 +359,13 @@ def cmd_run(args) -> int:
         "build_dir": os.path.abspath(build_dir), "quick": args.quick,
         "benches": {m: f.bench for m, f in installs.items() if f},
         "suites": suites, "mpis": mpis, "impls": impls, "ranks": ranks,
+        "repeat": repeat, "settle": {"method": args.settle, "pause": args.settle_pause},
     }
     save_meta(out, meta)
     print(f"pario bench: {len(runs)} runs of {', '.join(suites)} on {', '.join(mpis)} "
-          f"({', '.join(impls)}){' quick' if args.quick else ''}; results in {out}", flush=True)
+          f"({', '.join(impls)}){' quick' if args.quick else ''}, {repeat} round(s) per configuration"
+          f"{', implementations alternating' if repeat > 1 and len(impls) > 1 else ''}; results in {out}",
+          flush=True)
     try:
         outcome = runner.run_all(runs)
     except Interrupted as e:

@@ -2,11 +2,13 @@
 
 A sweep is the product of suites x MPI flavours x rank counts x cases x implementations.
 Each suite has two presets: `quick` (tiny sizes; `pario bench run all --quick` on both MPIs,
-both implementations and ranks 1,2,4 stays within a few minutes on 2 cores) and `full`
+both implementations and ranks 1,2,4 stays within a few minutes per round on 2 cores) and `full`
 (sizes in the spirit of the seed papers, scaled to one machine). A case is a dict of
 pario-bench parameters; list values the binary cannot sweep itself are expanded here.
 Native and pario runs of the same configuration are planned back to back, so drifting
-machine load hits both alike.
+machine load hits both alike; with `repeat` N each configuration is launched N times in
+alternation (native, pario, native, pario, ...): round k of a configuration is one native and
+one pario launch, and every figure is later the median over the rounds, with its spread.
 """
 
 from __future__ import annotations
@@ -87,6 +89,12 @@ PRESETS: Dict[str, Dict[str, dict]] = {
 }
 
 DEFAULT_RANKS = [1, 2, 4]
+DEFAULT_REPEAT_COMPARING = 5    # rounds per configuration when native and pario are compared
+
+
+def default_repeat(impls: Sequence[str]) -> int:
+    """5 rounds when the sweep compares implementations (native and pario), else 1."""
+    return DEFAULT_REPEAT_COMPARING if len(set(impls)) > 1 else 1
 
 
 class PlanError(ValueError):
@@ -101,14 +109,18 @@ class PlannedRun:
     impl: str
     ranks: int
     case: dict = field(default_factory=dict)
+    round: int = 1      # 1-based round of this configuration (--repeat)
+    rounds: int = 1     # rounds planned for it
 
     @property
     def label(self) -> str:
-        return f"{self.suite} {self.mpi} {self.impl} np={self.ranks}"
+        text = f"{self.suite} {self.mpi} {self.impl} np={self.ranks}"
+        return text + (f" r{self.round}/{self.rounds}" if self.rounds > 1 else "")
 
     @property
     def slug(self) -> str:
-        return f"{self.index:03d}-{self.suite}-{self.mpi}-{self.impl}-n{self.ranks}"
+        return (f"{self.index:03d}-{self.suite}-{self.mpi}-{self.impl}-n{self.ranks}"
+                + (f"-r{self.round}" if self.rounds > 1 else ""))
 
 
 def parse_suites(text: str) -> List[str]:
@@ -177,8 +189,11 @@ def _case_ranks(preset: dict, case: dict, default: Sequence[int]) -> List[int]:
 
 def plan_sweep(suites: Sequence[str], mpis: Sequence[str] = MPIS, impls: Sequence[str] = IMPLS,
                ranks: Optional[Sequence[int]] = None, quick: bool = False,
-               presets: Optional[Dict[str, Dict[str, dict]]] = None) -> List[PlannedRun]:
-    """All runs of a sweep in execution order (suite, MPI, ranks, case, implementation)."""
+               presets: Optional[Dict[str, Dict[str, dict]]] = None, repeat: int = 1) -> List[PlannedRun]:
+    """All runs of a sweep in execution order (suite, MPI, ranks, case, round, implementation):
+    the `repeat` rounds of one configuration alternate the implementations."""
+    if repeat < 1:
+        raise PlanError(f"bad repeat count {repeat}")
     table = (presets or PRESETS)["quick" if quick else "full"]
     runs: List[PlannedRun] = []
     for suite in suites:
@@ -195,6 +210,7 @@ def plan_sweep(suites: Sequence[str], mpis: Sequence[str] = MPIS, impls: Sequenc
                 for case, rs in zip(cases, per_case):
                     if n not in rs:
                         continue
-                    for impl in impls:
-                        runs.append(PlannedRun(len(runs) + 1, suite, mpi, impl, n, dict(case)))
+                    for k in range(1, repeat + 1):
+                        for impl in impls:
+                            runs.append(PlannedRun(len(runs) + 1, suite, mpi, impl, n, dict(case), k, repeat))
     return runs

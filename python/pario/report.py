@@ -19,16 +19,19 @@ from . import SUITES, __version__
 from .figures import suite_figures
 from .summary import SUMMARY_CSV, SUMMARY_JSON, write_summary
 from .results import REPORT_FILE, Measurement, RunRecord, load_meta, load_results, load_runs
-from .tables import (KEY_METRIC, SUITE_TITLES, SUMMARY_HEADERS, SUMMARY_RIGHT, Comparison, Group, common_params,
+from .tables import (KEY_METRIC, LIMIT_METRIC, SHARE_METRIC, SUITE_TITLES, SUMMARY_HEADERS, SUMMARY_RIGHT, Comparison, Group, common_params,
                      compare, config_keys, fmt_num, fmt_param, fmt_ratio, group, headlines, label, summary_rows,
                      varying_params)
 
 METRIC_COLUMNS: Dict[str, Sequence[Tuple[str, str]]] = {
     "overlap": (("ratio", "nonblocking/blocking"), ("reduce_s_time", "blocking s"),
-                ("reduce_p_time", "nonblocking s"), ("quality", "quality")),
+                ("reduce_p_time", "nonblocking s"), ("quality", "quality"), ("ideal_ratio", "ideal ratio"),
+                ("share", "share of ideal")),
     "cfs": (("mb_per_s", "MB/s"), ("seconds", "s")),
-    "noncontig": (("mb_per_s", "MB/s"), ("seconds", "s")),
-    "sharedfp": (("mb_per_s", "MB/s"), ("records_per_s", "records/s"), ("records", "records")),
+    "noncontig": (("mb_per_s", "MB/s"), ("seconds", "s"), ("device_mb_per_s", "device MB/s"),
+                  ("share", "share of device")),
+    "sharedfp": (("mb_per_s", "MB/s"), ("records_per_s", "records/s"), ("records", "records"),
+                 ("limit_records_per_s", "limit records/s"), ("share", "share of limit")),
     "btio": (("compute_s", "compute s"), ("io_s", "I/O s"), ("total_s", "total s"), ("mb_per_s", "MB/s")),
 }
 
@@ -42,7 +45,7 @@ tr.bad td{background:#fde8e8} tr.unsupported td{background:#f4f4f4;color:#777}
 .better{color:#1a7f37;font-weight:bold} .worse{color:#b42318;font-weight:bold}
 figure{margin:1em 0} figure img{max-width:100%;border:1px solid #ddd}
 details{margin:1em 0} summary{cursor:pointer;font-weight:bold}
-ul.headline li{margin:.2em 0}
+ul.headline li{margin:.2em 0} .spread{color:#777;font-size:85%;white-space:nowrap}
 figcaption{font-size:90%;color:#555;max-width:1000px}
 .meta td:first-child{font-weight:bold} .note{color:#555;font-size:90%}
 """
@@ -138,6 +141,29 @@ def _summary(comparisons: Sequence[Comparison]) -> str:
               f'<a href="{SUMMARY_JSON}">{SUMMARY_JSON}</a>.</p>')
 
 
+def _spread(v: Optional[float], lo: Optional[float], hi: Optional[float], fmt=fmt_num) -> str:
+    """"median (min-max)", the spread left out when there is one value."""
+    if v is None:
+        return "-"
+    if lo is None or hi is None or lo == hi:
+        return fmt(v)
+    return f'{fmt(v)} <span class="spread">({fmt(lo)}&ndash;{fmt(hi)})</span>'
+
+
+def _share(g: Optional[Group]) -> str:
+    if not g or g.share is None:
+        return "-"
+    return _spread(g.share, g.min(SHARE_METRIC), g.max(SHARE_METRIC), fmt_ratio)
+
+
+def _limit(c: Comparison) -> str:
+    """The machine's limit measured beside the figure: median (min-max) over every launch of the
+    configuration, native and pario (each side's share is against its own launches' limit)."""
+    if c.limit is None:
+        return "-"
+    return _spread(c.limit, c.limit_min, c.limit_max) + " " + _e(LIMIT_METRIC[c.suite][1])
+
+
 def _side_by_side(comparisons: Sequence[Comparison]) -> str:
     if not comparisons:
         return "<p>No measurements.</p>"
@@ -145,6 +171,7 @@ def _side_by_side(comparisons: Sequence[Comparison]) -> str:
     for c in comparisons:
         by_suite.setdefault(c.suite, []).append(c)
     rows = []
+    with_limits = any(c.suite in LIMIT_METRIC for c in comparisons)
     for suite, cs in by_suite.items():
         metric, unit, higher = KEY_METRIC.get(suite, ("mb_per_s", "MB/s", True))
         keys = config_keys(suite, [g for c in cs for g in (c.native, c.pario) if g])
@@ -154,19 +181,34 @@ def _side_by_side(comparisons: Sequence[Comparison]) -> str:
                      _e(unit)]
             for impl, g in (("native", c.native), ("pario", c.pario)):
                 st = c.status(impl)
-                v = g.mean(metric) if g else None
-                cells.append(fmt_num(v) if v is not None else _e(st))
-            cells.append(_ratio_cell(c.ratio, higher))
+                v = g.median(metric) if g else None
+                cells.append(_spread(v, g.min(metric), g.max(metric)) if v is not None else _e(st))
+            ratio = _ratio_cell(c.ratio, higher)
+            if c.rounds > 1:
+                ratio += f' <span class="spread">({fmt_ratio(c.ratio_min)}&ndash;{fmt_ratio(c.ratio_max)})</span>'
+            cells.append(ratio)
+            if with_limits:
+                cells += [_limit(c), _share(c.native), _share(c.pario)]
             bad = any(c.status(i) == "failed" for i in ("native", "pario"))
             rows.append((cells, "bad" if bad else ""))
     headers = ["suite", "test", "configuration", "mpi", "ranks", "regime", "metric", "native", "pario",
-               "pario/native"]
+               "pario/native"] + (["machine limit", "native share", "pario share"] if with_limits else [])
     note = ('<p class="note">Key metric per suite: bandwidth (MB/s, 1 MB = 10<sup>6</sup> B; '
             'pario/native above 1 means pario is faster) and, for overlap, the nonblocking/blocking '
-            'time ratio (the ratio of ratios below 1 means pario overlaps better). Green: pario better '
+            'time ratio (the ratio of ratios below 1 means pario overlaps better). Every figure is the '
+            'median of the runs of its configuration, with (min&ndash;max); pario/native is the ratio '
+            'of the medians, with (min&ndash;max) of the per-round ratios (round k: the native and the '
+            'pario launch that `pario bench run --repeat` alternated). Green: pario better '
             'by more than 5%, red: worse by more than 5%. A cell naming a status instead of a number '
-            'means no successful measurement.</p>')
-    return note + _table(headers, rows, numeric=(4, 7, 8, 9))
+            'means no successful measurement.'
+            + (' Machine limit: measured by pario-bench in the same launch &mdash; sharedfp write_shared '
+               'and iwrite_shared: plain processes sharing one atomic counter, one pwrite per record '
+               '(records/s); noncontig collective: the same bytes as contiguous pwrite/pread of large '
+               'blocks (MB/s); overlap: the ideal ratio max(I/O, compute) / (I/O + compute) from the '
+               'blocking phase. Share: the figure over the limit (overlap: ideal / measured ratio), '
+               '1.00 = as fast as the machine allows.' if with_limits else '') + '</p>')
+    numeric = (4, 7, 8, 9) + ((10, 11, 12) if with_limits else ())
+    return note + _table(headers, rows, numeric=numeric)
 
 
 def _group_table(suite: str, groups: Sequence[Group]) -> str:
@@ -178,13 +220,13 @@ def _group_table(suite: str, groups: Sequence[Group]) -> str:
     rows = []
     for g in groups:
         cells = [_e(g.test), _e(g.mpi), _e(g.impl), str(g.ranks), _e(label(g, keys)), _e(g.regime)]
-        cells += [fmt_num(g.mean(m)) for m, _ in cols]
+        cells += [_spread(g.median(m), g.min(m), g.max(m)) for m, _ in cols]
         cells += [str(len(g.items)), _e(g.status), _verified(g.verified), _e(_short_error(g.error))]
         cls = "bad" if g.status == "failed" or g.verified is False else \
               "unsupported" if g.status == "unsupported" else ""
         rows.append((cells, cls))
     n = len(cols)
-    return (f"<details><summary>Measurements: {len(groups)} configurations (mean over repeats; "
+    return (f"<details><summary>Measurements: {len(groups)} configurations (median over repeats, (min&ndash;max); "
             "click to show)</summary>\n"
             + _table(headers, rows, numeric=tuple(range(6, 6 + n + 1)) + (3,)) + "\n</details>")
 

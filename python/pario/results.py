@@ -46,6 +46,7 @@ class Measurement:
     impl_version: Optional[str] = None
     mpi_version: Optional[str] = None
     time: Optional[str] = None
+    round: Optional[int] = None     # the sweep round (`pario bench run --repeat`), when known
 
     @property
     def ok(self) -> bool:
@@ -74,6 +75,10 @@ def _text(obj: dict, key: str, default: Optional[str] = None, required: bool = F
     if required and not v:
         raise ResultError(f"empty key '{key}'")
     return v
+
+
+def _round(v: Any) -> Optional[int]:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 1 else None
 
 
 def measurement_from_dict(obj: Any) -> Measurement:
@@ -118,6 +123,7 @@ def measurement_from_dict(obj: Any) -> Measurement:
         impl_version=_text(obj, "impl_version"),
         mpi_version=_text(obj, "mpi_version"),
         time=_text(obj, "time"),
+        round=_round(obj.get("round")),
     )
 
 
@@ -176,6 +182,8 @@ class RunRecord:
     unverified: int = 0     # measurements whose verification failed
     message: str = ""
     log: str = ""
+    round: int = 1          # round of its configuration (--repeat)
+    settle: float = 0.0     # seconds the settle step before it took
 
     def to_dict(self) -> dict:
         return asdict(self)

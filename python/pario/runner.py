@@ -5,7 +5,10 @@ runs.jsonl with its reason and the sweep goes on. Each run writes its measuremen
 file of its own, which is then appended to DIR/results.jsonl, so a run killed mid-write
 cannot corrupt another run's lines. Progress is one plain line per run, with the time
 elapsed and an estimate of the time left (on a terminal the line of the run in progress is
-overwritten in place).
+overwritten in place). With a settle step (settle.py) each launch is preceded by it: sync,
+drop the page cache of the previous run's files, pause; the previous run's scratch directory
+is kept until then. Measurements are tagged with their round ("round": k in results.jsonl),
+so the native and pario launches of one round pair up for the per-round ratio.
 
 Each launch runs in a session (process group) of its own. When the run times out, or the
 sweep is interrupted (Ctrl-C, SIGTERM: the signal handlers of cli.py raise Interrupted), the
@@ -15,6 +18,7 @@ directory is removed.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -79,8 +83,8 @@ def estimate_left(done: Sequence[RunRecord], remaining: Sequence[PlannedRun]) ->
     if not timed:
         return None
 
-    def mean(rs: Sequence[RunRecord]) -> float:
-        return sum(r.elapsed for r in rs) / len(rs)
+    def mean(rs: Sequence[RunRecord]) -> float:   # a run costs its settle step too
+        return sum(r.elapsed + r.settle for r in rs) / len(rs)
 
     overall = mean(timed)
     by_suite: Dict[str, List[RunRecord]] = {}
@@ -113,7 +117,8 @@ class Runner:
     def __init__(self, out_dir: str, build_dir: str, launcher: Launcher, timeout: float,
                  stream: Optional[TextIO] = None, clock: Callable[[], float] = time.monotonic,
                  installs: Optional[Dict[str, Optional[BenchInstall]]] = None,
-                 kill_grace: float = KILL_GRACE):
+                 kill_grace: float = KILL_GRACE,
+                 settle: Optional[Callable[[Optional[str]], None]] = None):
         self.out_dir = os.path.abspath(out_dir)
         self.build_dir = os.path.abspath(build_dir)
         self.launcher = launcher
@@ -124,6 +129,8 @@ class Runner:
         self.installs: Dict[str, Optional[BenchInstall]] = dict(installs or {})
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.records: List[RunRecord] = []      # runs finished so far (also when interrupted)
+        self.settle = settle                    # called before each launch with the previous scratch dir
+        self._previous: Optional[str] = None    # scratch dir of the last launch, until settled
 
     # -- one run ---------------------------------------------------------------------------
     def install(self, mpi: str) -> Optional[BenchInstall]:
@@ -160,7 +167,7 @@ class Runner:
         log = os.path.join(logs, run.slug + ".log")
         rec = RunRecord(index=run.index, suite=run.suite, mpi=run.mpi, impl=run.impl,
                         ranks=run.ranks, case=run.case, command=[],
-                        log=os.path.relpath(log, self.out_dir))
+                        log=os.path.relpath(log, self.out_dir), round=run.round)
         missing = self._missing(run)
         if missing:
             rec.status, rec.message, rec.log = "skipped", missing, ""
@@ -197,7 +204,10 @@ class Runner:
                 kill_group(proc, self.kill_grace)
             raise
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            if self.settle is None:
+                shutil.rmtree(workdir, ignore_errors=True)
+            else:                       # the settle step before the next launch drops its cache
+                self._previous = workdir
         rec.elapsed = self.clock() - start
         self._collect(rec, raw_file, log, timed_out)
         return rec
@@ -217,7 +227,7 @@ class Runner:
                 continue
             if m is not None:
                 good.append(m)
-                kept.append(line.rstrip("\n") + "\n")
+                kept.append(_with_round(line, rec.round))
         if kept:
             with open(os.path.join(self.out_dir, RESULTS_FILE), "a", encoding="utf-8") as f:
                 f.writelines(kept)
@@ -246,6 +256,19 @@ class Runner:
         rec.message = _one_line(rec.message)
 
     # -- the sweep -------------------------------------------------------------------------
+    def _settle(self) -> float:
+        """The settle step before a launch; returns the seconds it took."""
+        if self.settle is None:
+            return 0.0
+        t = self.clock()
+        try:
+            self.settle(self._previous)
+        finally:
+            if self._previous:
+                shutil.rmtree(self._previous, ignore_errors=True)
+            self._previous = None
+        return self.clock() - t
+
     def _line(self, run: PlannedRun, total: int, width: int) -> str:
         return f"[{run.index:>{width}}/{total}] {run.label:<34}"
 
@@ -264,7 +287,9 @@ class Runner:
                     self.stream.write("\r" + text.ljust(shown) + "\r")
                     self.stream.flush()
                     shown = len(text)
+                settled = self._settle()
                 rec = self.execute(run)
+                rec.settle = settled
                 append_run(self.out_dir, rec)
                 records.append(rec)
                 detail = f"{rec.measurements} result(s)" if rec.status == "ok" else rec.message
@@ -363,6 +388,16 @@ def kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE) -> None:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot stop
         pass
+
+
+def _with_round(line: str, round_: int) -> str:
+    """The result line with "round": k added (pario-bench's own keys unchanged)."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return line.rstrip("\n") + "\n"
+    obj["round"] = round_
+    return json.dumps(obj) + "\n"
 
 
 def _one_line(text: str, limit: int = 300) -> str:

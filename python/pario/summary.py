@@ -1,8 +1,10 @@
 """The native-vs-pario table for machines: DIR/summary.csv and DIR/summary.json.
 
 summary.csv has one row per configuration (suite, test, configuration, MPI, rank count,
-storage regime): the key metric of native and pario (mean over repeats), pario/native, and
-the status and spread of each side; empty cells where there is no value. summary.json holds
+storage regime): the key metric of native and pario (median over the runs, with min and max),
+pario/native (the ratio of the medians, with min and max of the per-round ratios), the status
+of each side, and where pario-bench measured the machine's limit, the limit and each side's
+share of it (medians); empty cells where there is no value. summary.json holds
 the same rows (with the parameters as an object and null for no value) under
 "configurations", plus "summary" (per suite, MPI and regime, as the text summary) and
 "headline" (one entry per suite, as printed at the end of `pario bench run`).
@@ -18,22 +20,37 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .tables import KEY_METRIC, Comparison, Group, config_keys, headlines, label, summary_records
+from .tables import (KEY_METRIC, SHARE_METRIC, Comparison, Group, config_keys, headlines, label,
+                     summary_records)
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSON = "summary.json"
 
 CSV_COLUMNS = ("suite", "test", "configuration", "mpi", "ranks", "regime", "metric", "unit",
                "higher_is_better", "native", "pario", "pario_over_native", "native_status", "pario_status",
-               "native_runs", "pario_runs", "native_min", "native_max", "pario_min", "pario_max", "params")
+               "native_runs", "pario_runs", "native_min", "native_max", "pario_min", "pario_max", "params",
+               "ratio_min", "ratio_max", "rounds", "limit_metric", "limit", "limit_min", "limit_max",
+               "native_share", "native_share_min", "native_share_max",
+               "pario_share", "pario_share_min", "pario_share_max")
 
 
 def _side(g: Optional[Group], metric: str, impl: str, c: Comparison) -> Dict[str, object]:
-    return {impl: g.mean(metric) if g else None,
+    has_share = g is not None and g.share is not None
+    return {impl: g.median(metric) if g else None,
             f"{impl}_status": c.status(impl),
             f"{impl}_runs": len(g.items) if g else 0,
             f"{impl}_min": g.min(metric) if g else None,
-            f"{impl}_max": g.max(metric) if g else None}
+            f"{impl}_max": g.max(metric) if g else None,
+            f"{impl}_share": g.share if has_share else None,
+            f"{impl}_share_min": g.min(SHARE_METRIC) if has_share else None,
+            f"{impl}_share_max": g.max(SHARE_METRIC) if has_share else None}
+
+
+def _limit(c: Comparison) -> Dict[str, object]:
+    """The machine's limit beside the figure: median and range over every launch of both sides."""
+    has = c.limit is not None
+    return {"limit_metric": c.limit_metric if has else None, "limit": c.limit,
+            "limit_min": c.limit_min, "limit_max": c.limit_max}
 
 
 def comparison_records(comparisons: Sequence[Comparison]) -> List[dict]:
@@ -52,6 +69,8 @@ def comparison_records(comparisons: Sequence[Comparison]) -> List[dict]:
         rec.update(_side(c.native, metric, "native", c))
         rec.update(_side(c.pario, metric, "pario", c))
         rec["pario_over_native"] = c.ratio
+        rec.update({"ratio_min": c.ratio_min, "ratio_max": c.ratio_max, "rounds": c.rounds})
+        rec.update(_limit(c))
         rec["params"] = {k: v for k, v in c.params.items() if v is not None}
         out.append({k: rec[k] for k in CSV_COLUMNS})
     return out
@@ -75,7 +94,11 @@ def summary_document(comparisons: Sequence[Comparison]) -> dict:
         "pario_version": __version__,
         "note": "pario_over_native: the key metric of pario over that of the native MPI-IO; "
                 "MB/s (above 1: pario faster), for overlap the nonblocking/blocking time ratio "
-                "(below 1: pario overlaps better). Values are means over repeats; geometric means "
+                "(below 1: pario overlaps better). Values are medians over the runs of a configuration "
+                "with min and max; pario_over_native is the ratio of the medians, ratio_min/ratio_max "
+                "the range of the per-round ratios (rounds alternate native and pario launches); "
+                "limit: the machine's limit pario-bench measured beside the figure, share: the figure "
+                "over the limit (overlap: ideal ratio / measured ratio). Geometric means "
                 "over configurations in summary and headline.",
         "headline": [h.to_dict() for h in headlines(comparisons)],
         "summary": summary_records(comparisons),

@@ -1,9 +1,13 @@
 """From measurements to tables: grouping repeats, native-vs-pario comparison, text tables.
 
 Measurements with the same suite, test, MPI, implementation, rank count and parameters
-are repeats of one configuration; a Group averages them. A Comparison pairs the native
-and pario groups of one configuration and gives pario/native of the suite's key metric
-(bandwidth; for overlap, the nonblocking/blocking ratio, so the ratio of ratios).
+are repeats of one configuration; a Group gives the median of each metric over them, with
+min and max. A Comparison pairs the native and pario groups of one configuration and gives
+pario/native of the suite's key metric (bandwidth; for overlap, the nonblocking/blocking
+ratio, so the ratio of ratios): the ratio of the medians, and the spread of the per-round
+ratios (round k's pario over round k's native, the launches `pario bench run --repeat`
+alternated). Where pario-bench measured the machine's limit (LIMIT_METRIC), a Group also
+gives the limit and the share of it its key figure reached.
 """
 
 from __future__ import annotations
@@ -25,6 +29,15 @@ KEY_METRIC: Dict[str, Tuple[str, str, bool]] = {
     "sharedfp": ("mb_per_s", "MB/s", True),
     "btio": ("mb_per_s", "MB/s", True),
 }
+
+# The machine's limit a suite measures in the same run, its unit, and the figure it bounds:
+# the metric `share` of a measurement is that figure over the limit (overlap: ideal/ratio).
+LIMIT_METRIC: Dict[str, Tuple[str, str]] = {
+    "sharedfp": ("limit_records_per_s", "records/s"),
+    "overlap": ("ideal_ratio", "ideal ratio"),
+    "noncontig": ("device_mb_per_s", "device MB/s"),
+}
+SHARE_METRIC = "share"
 
 SUITE_TITLES = {
     "overlap": "Overlap of computation and nonblocking I/O (Büttner)",
@@ -62,7 +75,7 @@ HIDDEN_PARAMS: Dict[str, Tuple[str, ...]] = {"overlap": ("size",)}
 # Parameters that report what the run found rather than what was asked for: they never tell
 # configurations apart (native MPI-IO reports no shared-pointer component, pario its own, and
 # the two runs of one configuration must still pair).
-OUTCOME_PARAMS = ("sharedfp_component",)
+OUTCOME_PARAMS = ("sharedfp_component", "limit_reason")
 
 
 def params_key(params: dict) -> str:
@@ -130,6 +143,15 @@ def regime_of(params: dict) -> str:
     return "cached"
 
 
+def median(values: Iterable[float]) -> Optional[float]:
+    """Median (the mean of the two middle values for an even count); None when empty."""
+    vals = sorted(values)
+    if not vals:
+        return None
+    k = len(vals) // 2
+    return vals[k] if len(vals) % 2 else (vals[k - 1] + vals[k]) / 2
+
+
 @dataclass
 class Group:
     suite: str
@@ -176,11 +198,31 @@ class Group:
         return sum(vals) / len(vals) if vals else None
 
     def median(self, metric: str) -> Optional[float]:
-        vals = sorted(self.values(metric))
-        if not vals:
-            return None
-        k = len(vals) // 2
-        return vals[k] if len(vals) % 2 else (vals[k - 1] + vals[k]) / 2
+        return median(self.values(metric))
+
+    def by_round(self, metric: str) -> Dict[int, float]:
+        """Round -> the median of the metric in that round. Measurements without a round tag
+        (results of older sweeps) count in the order they were written: 1, 2, ..."""
+        per: Dict[int, List[float]] = {}
+        for i, m in enumerate(self.ok_items, 1):
+            v = m.metric(metric)
+            if v is not None:
+                per.setdefault(m.round if m.round is not None else i, []).append(v)
+        return {k: median(vs) for k, vs in sorted(per.items())}
+
+    @property
+    def limit_metric(self) -> Optional[str]:
+        return LIMIT_METRIC.get(self.suite, (None, ""))[0]
+
+    @property
+    def limit(self) -> Optional[float]:
+        """Median of the machine's limit measured beside this configuration's figure."""
+        return self.median(self.limit_metric) if self.limit_metric else None
+
+    @property
+    def share(self) -> Optional[float]:
+        """Median of the share of the limit the figure reached (None where not measured)."""
+        return self.median(SHARE_METRIC) if self.limit_metric else None
 
     def min(self, metric: str) -> Optional[float]:
         vals = self.values(metric)
@@ -299,18 +341,66 @@ class Comparison:
 
     @property
     def native_value(self) -> Optional[float]:
-        return self.native.mean(self.metric) if self.native else None
+        """Median of the key metric over the native runs."""
+        return self.native.median(self.metric) if self.native else None
 
     @property
     def pario_value(self) -> Optional[float]:
-        return self.pario.mean(self.metric) if self.pario else None
+        return self.pario.median(self.metric) if self.pario else None
 
     @property
     def ratio(self) -> Optional[float]:
+        """pario/native: the ratio of the medians."""
         n, p = self.native_value, self.pario_value
         if n is None or p is None or n == 0:
             return None
         return p / n
+
+    @property
+    def round_ratios(self) -> List[float]:
+        """pario/native of each round both implementations measured (in round order)."""
+        if not self.native or not self.pario:
+            return []
+        n, p = self.native.by_round(self.metric), self.pario.by_round(self.metric)
+        return [p[k] / n[k] for k in sorted(set(n) & set(p)) if n[k] != 0]
+
+    @property
+    def ratio_min(self) -> Optional[float]:
+        rs = self.round_ratios
+        return min(rs) if rs else None
+
+    @property
+    def ratio_max(self) -> Optional[float]:
+        rs = self.round_ratios
+        return max(rs) if rs else None
+
+    @property
+    def rounds(self) -> int:
+        return len(self.round_ratios)
+
+    @property
+    def limit_metric(self) -> Optional[str]:
+        return LIMIT_METRIC.get(self.suite, (None, ""))[0]
+
+    def limit_values(self) -> List[float]:
+        """The machine's limit as every launch of this configuration measured it (both sides:
+        each launch measures its own, and each side's share is against its own)."""
+        name = self.limit_metric
+        return [v for g in (self.native, self.pario) if g and name for v in g.values(name)]
+
+    @property
+    def limit(self) -> Optional[float]:
+        return median(self.limit_values())
+
+    @property
+    def limit_min(self) -> Optional[float]:
+        vals = self.limit_values()
+        return min(vals) if vals else None
+
+    @property
+    def limit_max(self) -> Optional[float]:
+        vals = self.limit_values()
+        return max(vals) if vals else None
 
     @property
     def regime(self) -> str:
@@ -431,6 +521,8 @@ class Headline:
     native: Optional[float]         # geometric means of the key metric itself
     pario: Optional[float]
     other_regimes: List[str] = field(default_factory=list)
+    native_share: Optional[float] = None   # geometric means of each side's share of the limit
+    pario_share: Optional[float] = None
 
     @property
     def metric(self) -> str:
@@ -469,6 +561,9 @@ class Headline:
         if len(self.per_mpi) > 1:
             details.append(", ".join(f"{m} {fmt_ratio(v)}" for m, v in self.per_mpi.items()))
         details.append(f"{self.configs} configuration{'s' if self.configs != 1 else ''}")
+        if self.pario_share is not None:
+            details.append(f"share of the machine's limit: pario {fmt_ratio(self.pario_share)}"
+                           + (f", native {fmt_ratio(self.native_share)}" if self.native_share is not None else ""))
         if self.other_regimes:
             details.append("also measured: " + ", ".join(self.other_regimes) + " (see the table)")
         return out + " (" + "; ".join(details) + ")"
@@ -477,7 +572,8 @@ class Headline:
         return {"suite": self.suite, "regime": self.regime, "metric": self.metric, "unit": self.unit,
                 "higher_is_better": self.higher_is_better, "pario_over_native": self.ratio,
                 "per_mpi": self.per_mpi, "configurations": self.configs, "native": self.native,
-                "pario": self.pario, "verdict": self.verdict, "text": self.text()}
+                "pario": self.pario, "native_share": self.native_share, "pario_share": self.pario_share,
+                "verdict": self.verdict, "text": self.text()}
 
 
 def headlines(comparisons: Sequence[Comparison]) -> List[Headline]:
@@ -498,7 +594,9 @@ def headlines(comparisons: Sequence[Comparison]) -> List[Headline]:
                 per_mpi[mpi] = gm
         out.append(Headline(suite, regime, geomean(c.ratio for c in sel), per_mpi, len(sel),
                             geomean(c.native_value for c in sel), geomean(c.pario_value for c in sel),
-                            [r for r in regimes if r != regime]))
+                            [r for r in regimes if r != regime],
+                            geomean(c.native.share for c in sel if c.native),
+                            geomean(c.pario.share for c in sel if c.pario)))
     return out
 
 

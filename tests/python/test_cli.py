@@ -372,7 +372,7 @@ def test_run_uses_an_installed_bench(fake_build, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("FAKE_MPI", "mpich")
     out = tmp_path / "res"
     rc = main(["bench", "run", "btio", "--quick", "--ranks", "1", "--mpi", "mpich", "--out", str(out),
-               "--build-dir", str(tmp_path / "nobuild"), "--launcher", FAKE_LAUNCHER])
+               "--build-dir", str(tmp_path / "nobuild"), "--launcher", FAKE_LAUNCHER, "--repeat", "1"])
     text = capsys.readouterr().out
     assert rc == 0, text
     assert "2 ok" in text

@@ -13,8 +13,11 @@ from pario.results import load_results, load_runs
 
 
 def run(args, fake_build, out):
-    return main(["bench", "run"] + args + ["--out", str(out), "--build-dir", str(fake_build),
-                                           "--launcher", FAKE_LAUNCHER])
+    """A sweep against the fake; one round per configuration unless args say otherwise (the
+    rounds themselves are tested in test_repeat.py)."""
+    rounds = [] if "--repeat" in args else ["--repeat", "1"]
+    return main(["bench", "run"] + args + rounds + ["--out", str(out), "--build-dir", str(fake_build),
+                                                    "--launcher", FAKE_LAUNCHER])
 
 
 def test_sweep_all_quick(fake_build, tmp_path, capsys):
@@ -44,7 +47,8 @@ def test_sweep_all_quick(fake_build, tmp_path, capsys):
     assert "pario/native" in text
     meta = json.loads((out / "meta.json").read_text())
     assert meta["quick"] is True and meta["suites"] == list(SUITES)
-    assert meta["command"].startswith("pario bench run all --quick --ranks 1,2")
+    assert meta["command"].startswith("pario bench run all --quick --ranks 1,2 --repeat 1")
+    assert meta["repeat"] == 1 and {r.round for r in runs} == {1}
     assert not (out / "scratch").exists()          # test files cleaned up
 
 

@@ -13,6 +13,7 @@ declare -A allowed=(
   [view]="view"
   [driver]="driver rio"
   [rio]="rio"
+  [remote]="remote core view driver"
   [include]="include"
 )
 bad=0

@@ -4,6 +4,7 @@
  * under a send lock, one receiver thread per connection hands each reply to its waiter by id.
  * Every wait has a deadline (no progress for the timeout); a dead connection fails all its
  * waiters at once, and the next handle to need the server connects again. */
+#include "core/common.h"
 #include "driver/rio.h"
 #include "rio/proto.h"
 
@@ -523,10 +524,15 @@ static int configure(rio_where *w, const char *name, const pario_drv_args *a) {
   w->timeout_ms = s > 0 && s < 1e7 ? (long long)(s * 1000) : DEFAULT_TIMEOUT_MS;
   if (w->timeout_ms < 1) w->timeout_ms = 1;
   const char *sf = setting(a, "pario_rio_secret_file", "PARIO_RIO_SECRET_FILE");
-  if (!sf) return ENOKEY; /* "Required key not available": no secret file named */
+  if (!sf) {
+    pario_log(1, "x-rio://%s: no secret file (hint pario_rio_secret_file or PARIO_RIO_SECRET_FILE)", name);
+    return EACCES; /* without the secret the server cannot be reached: access denied */
+  }
   snprintf(w->secret_file, sizeof w->secret_file, "%s", sf);
   char why[128];
-  return rio_read_secret(sf, w->secret, &w->slen, why, sizeof why);
+  int e = rio_read_secret(sf, w->secret, &w->slen, why, sizeof why);
+  if (e) pario_log(1, "x-rio://%s: %s %s: %s", name, why, sf, strerror(e));
+  return e ? EACCES : 0;
 }
 
 /* One request and its reply on the handle's connection; reply fields land in r->fixed. */

@@ -1,7 +1,7 @@
-/* The driver-slot layer for files on a pario-server (x-rio://, driver/rio.c): reports the
- * server, the protocol version, the secret file, the timeout and the requests sent through
- * MPI_File_get_info, and closes the driver's connections at MPI_Finalize. It keeps no
- * per-file state: the driver's handle is the state. */
+/* The driver-slot layer for files on a pario-server (x-rio://, driver/rio.c): through
+ * MPI_File_get_info it reports the server, the protocol version, the secret file, the
+ * timeout, the requests sent and whether this rank reached the server; at MPI_Finalize it
+ * closes the driver's connections. No per-file state: the driver's handle is the state. */
 #include "core/file.h"
 #include "driver/rio.h"
 
@@ -27,6 +27,7 @@ static void hook_get_info(pario_file *f, void *state, MPI_Info info) {
   /* This rank's READ and WRITE requests on the file so far (0 on a rank that never needed
    * the server), so a program can see how its accesses travel. */
   set_ll(info, "pario_rio_requests", (long long)ri.requests);
+  PMPI_Info_set(info, "pario_rio_connected", ri.connected ? "true" : "false");
 }
 
 static void hook_finalize(void) { pario_rio_shutdown(); }

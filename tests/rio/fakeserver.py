@@ -161,6 +161,7 @@ def main():
     ap.add_argument("--root", required=True)
     ap.add_argument("--secret-file", required=True)
     ap.add_argument("--port-file", required=True)
+    ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--max-request", type=int, default=64 << 20)
     ap.add_argument("--max-segments", type=int, default=65536)
     ap.add_argument("--stall-after", type=int, default=0)
@@ -170,7 +171,7 @@ def main():
     secret = open(args.secret_file, "rb").read().rstrip(b"\r\n")
     ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", 0))
+    ls.bind(("127.0.0.1", args.port))
     ls.listen(64)
     with open(args.port_file + ".tmp", "w") as f:
         f.write(str(ls.getsockname()[1]))

@@ -194,8 +194,16 @@ static void accept_one(int lfd) {
   int full = srv->nconns >= srv->cfg.max_conns || srv->nunauth >= srv->cfg.max_unauth;
   pthread_mutex_unlock(&srv->mu);
   if (full) {
-    srv_log(LOG_WARN, "connection from %s refused: too many connections (%d, %d authenticating)", peer, srv->nconns,
-            srv->nunauth);
+    /* A flood must not flood the log too: one line per second, with the count left out. */
+    static uint64_t last_log, quiet;
+    uint64_t now = srv_now_ns();
+    if (now - last_log >= 1000000000ull) {
+      srv_log(LOG_WARN, "connection from %s refused: too many connections (%d, %d authenticating; %llu more refused "
+              "since the last line)", peer, srv->nconns, srv->nunauth, (unsigned long long)quiet);
+      last_log = now, quiet = 0;
+    } else {
+      quiet++;
+    }
     close(fd);
     return;
   }
@@ -253,6 +261,9 @@ static void setup(srv_config *cfg) {
   }
   pthread_mutex_init(&srv->mu, NULL);
   pthread_cond_init(&srv->cv, NULL);
+  /* Tests exercise the fallback confinement on kernels that have openat2. */
+  const char *no2 = getenv("PARIO_SERVER_NO_OPENAT2");
+  if (no2 && *no2 == '1') srv_have_openat2 = 0;
 }
 
 /* Stop accepting, end every connection (their readers see the shutdown), wait up to 10 s. */
@@ -292,8 +303,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "pario-server: cannot start threads: %s\n", strerror(errno));
     return 1;
   }
-  srv_log(LOG_INFO, "serving %s on %s (%d threads, max request %llu bytes, openat2 confinement)", srv->cfg.root,
-          shown, srv->cfg.threads, (unsigned long long)srv->cfg.max_request);
+  srv_log(LOG_INFO, "serving %s on %s (%d threads, max request %llu bytes, %s confinement)", srv->cfg.root, shown,
+          srv->cfg.threads, (unsigned long long)srv->cfg.max_request, srv_have_openat2 ? "openat2" : "O_NOFOLLOW walk");
   printf("%s\n", shown);
   fflush(stdout);
   for (;;) {

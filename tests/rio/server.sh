@@ -12,9 +12,9 @@ rio_server_start() {
   if [ "$server" = --fake ]; then
     python3 "$(dirname "${BASH_SOURCE[0]}")/fakeserver.py" --root "$RIO_ROOT" --secret-file "$RIO_SECRET" \
       --port-file "$work/port" --port "$port" ${RIO_FAKE_ARGS:-} &
-  else
+  else # it prints HOST:PORT as its first line once it accepts connections
     "$server" --root "$RIO_ROOT" --secret-file "$RIO_SECRET" --listen "127.0.0.1:$port" \
-      --port-file "$work/port" ${RIO_SERVER_ARGS:-} &
+      ${RIO_SERVER_ARGS:-} > >(sed -u -n '1s/.*://p' > "$work/port") 2>>"$work/server.log" &
   fi
   RIO_PID=$!
   for _ in $(seq 200); do

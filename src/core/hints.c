@@ -77,7 +77,7 @@ static void apply(pario_hints *h, const char *k, const char *v) {
     if (end != v && *end == '\0' && p <= 07777) h->file_perm = (unsigned)p;
   }
   else if (!strcmp(k, "pario_direct_io")) { int t; if (parse_tristate(v, &t)) h->direct_io = t == PARIO_ENABLE; }
-  else if (!strcmp(k, "pario_io_threads")) { if (parse_size(v, &x) && x >= 1 && x <= 64) h->io_threads = (int)x; }
+  else if (!strcmp(k, "pario_io_threads")) { if (parse_size(v, &x) && x >= 1 && x <= 64) h->io_threads = (int)x, h->io_threads_given = 1; }
   else if (!strcmp(k, "romio_no_indep_rw")) { int t; if (parse_tristate(v, &t)) h->romio_no_indep_rw = t == PARIO_ENABLE; }
   else if (pario_driver_hint_key(k)) apply_drv(h, k, v);
   else if (!strcmp(k, "pario_sharedfp")) {

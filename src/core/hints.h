@@ -20,6 +20,7 @@ typedef struct pario_hints {
   unsigned file_perm;      /* creation mode */
   int direct_io;           /* pario_direct_io */
   int io_threads;          /* pario_io_threads */
+  int io_threads_given;    /* pario_io_threads came from the user */
   char sharedfp[16];       /* pario_sharedfp */
   int romio_no_indep_rw;   /* ROMIO's promise of collective-only access: accepted and
                               reported; pario opens on every rank either way */

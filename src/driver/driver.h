@@ -51,6 +51,8 @@ typedef struct pario_driver {
   /* Optional (NULL in posix), for storage behind a server (driver/rio.c). */
   int remote;              /* files are not local paths: nothing may be kept beside them */
   const char *hint_prefix; /* hints handed to open_ex / unlink_ex ("pario_rio_") */
+  int io_threads;          /* default pario_io_threads of its files (0: core's): how many
+                              nonblocking operations of a file the engine keeps in flight */
   /* Used instead of open / unlink when set. */
   int (*open_ex)(const char *path, int flags, unsigned perm, const pario_drv_args *a, void **handle);
   int (*unlink_ex)(const char *path, const pario_drv_args *a);

@@ -888,6 +888,7 @@ const pario_driver pario_driver_rio = {
     .unlink = rio_unlink,
     .remote = 1,
     .hint_prefix = "pario_rio_",
+    .io_threads = 16, /* nonblocking operations of a file in flight at once (seed 004 allowed 64) */
     .open_ex = rio_open_ex,
     .unlink_ex = rio_unlink_ex,
     .preadl = rio_preadl,

@@ -1,21 +1,17 @@
-# Sourced by the rio test scripts: start and stop a pario-server (or the fake) for a test.
+# Sourced by the rio test scripts: start and stop a pario-server for a test.
 # rio_server_start SERVER WORKDIR [PORT] sets RIO_PORT, RIO_ROOT, RIO_SECRET, RIO_PID.
 
 rio_server_start() {
   local server=$1 work=$2 port=${3:-0}
-  RIO_ROOT=$work/root RIO_SECRET=$work/secret RIO_SERVER=$server RIO_WORK=$work
+  RIO_ROOT=$work/root RIO_SECRET=$work/secret
   mkdir -p "$RIO_ROOT"
   if [ ! -s "$RIO_SECRET" ]; then
     (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RIO_SECRET")
   fi
   rm -f "$work/port"
-  if [ "$server" = --fake ]; then
-    python3 "$(dirname "${BASH_SOURCE[0]}")/fakeserver.py" --root "$RIO_ROOT" --secret-file "$RIO_SECRET" \
-      --port-file "$work/port" --port "$port" ${RIO_FAKE_ARGS:-} &
-  else # it prints HOST:PORT as its first line once it accepts connections
-    "$server" --root "$RIO_ROOT" --secret-file "$RIO_SECRET" --listen "127.0.0.1:$port" \
-      ${RIO_SERVER_ARGS:-} > >(sed -u -n '1s/.*://p' > "$work/port") 2>>"$work/server.log" &
-  fi
+  # pario-server prints HOST:PORT as its first line once it accepts connections
+  "$server" --root "$RIO_ROOT" --secret-file "$RIO_SECRET" --listen "127.0.0.1:$port" \
+    ${RIO_SERVER_ARGS:-} > >(sed -u -n '1s/.*://p' > "$work/port") 2>>"$work/server.log" &
   RIO_PID=$!
   for _ in $(seq 200); do
     [ -s "$work/port" ] && break

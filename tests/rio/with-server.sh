@@ -3,8 +3,7 @@
 # WORKDIR, the server on a free port of 127.0.0.1. The command sees PARIO_TEST_URL
 # (x-rio://127.0.0.1:PORT), PARIO_TEST_DIR (the server's root) and PARIO_RIO_SECRET_FILE;
 # the server is stopped afterwards, whatever happens.
-# usage: with-server.sh SERVER WORKDIR COMMAND...   (SERVER: pario-server, or --fake for
-#        tests/rio/fakeserver.py)
+# usage: with-server.sh SERVER WORKDIR COMMAND...   (SERVER: the pario-server binary)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 server=$1 work=$2; shift 2

@@ -4,6 +4,7 @@
  *   noncontig URL  an HPIO-like write and read of 32 B regions: one request per window (the
  *                  pario_rio_requests count), the bytes checked
  *   lazy URL       collective write with one aggregator: the other ranks never reach the server
+ *   split URL      requests cut at the server's limits (server run with --max-request 1M)
  *   gen NAME       a fixed mix of contiguous, noncontiguous, collective, nonblocking and
  *                  shared-pointer writes, for comparing a server's file with a local one
  *   fault URL DIR  collective writes until the server (stopped or killed by fault.sh) fails
@@ -260,6 +261,64 @@ static void gen(const char *name) {
   MPI_Info_free(&info);
 }
 
+/* Requests cut at the server's limits (run against --max-request 1M): a 5 MiB contiguous
+ * write and read, and a noncontiguous window of 4 MiB in 32 B pieces (131072 segments, over
+ * both max_segments and max_request), each byte checked. */
+static void split(const char *url) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/split.%d", url, (int)getpid());
+  MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "ind_wr_buffer_size", "4194304");
+  MPI_Info_set(info, "ind_rd_buffer_size", "4194304");
+  MPI_File fh;
+  int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  CHECK(rc == MPI_SUCCESS, "open: %s", err_text(rc));
+  if (rc != MPI_SUCCESS) return;
+  long n = 5L << 20;
+  unsigned char *w = malloc((size_t)n), *r = malloc(8 << 20);
+  for (long i = 0; i < n; i++) w[i] = pat(i * (rank + 3));
+  MPI_Status st;
+  int count = 0;
+  long long before = requests(fh);
+  rc = MPI_File_write_at(fh, (MPI_Offset)rank * n, w, (int)n, MPI_BYTE, &st);
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  CHECK(rc == MPI_SUCCESS && count == n, "5 MiB write: %s, %d", err_text(rc), count);
+  CHECK(requests(fh) - before >= 5, "5 MiB in requests of at most 1 MiB: %lld", requests(fh) - before);
+  rc = MPI_File_read_at(fh, (MPI_Offset)rank * n, r, (int)n, MPI_BYTE, &st);
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  CHECK(rc == MPI_SUCCESS && count == n && !memcmp(r, w, (size_t)n), "5 MiB read back: %s, %d", err_text(rc), count);
+  MPI_Barrier(MPI_COMM_WORLD);
+  /* 32 B pieces, every other 32 B of this rank's 8 MiB: one window of 4 MiB of data */
+  enum { P = 32 };
+  long pieces = (4L << 20) / P;
+  MPI_Datatype ft;
+  MPI_Type_create_hvector((int)pieces, P, 2 * P, MPI_BYTE, &ft);
+  MPI_Type_commit(&ft);
+  MPI_Offset disp = (MPI_Offset)np * n + (MPI_Offset)rank * pieces * 2 * P;
+  MPI_File_set_view(fh, disp, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+  rc = MPI_File_write(fh, w, (int)(pieces * P), MPI_BYTE, &st);
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  CHECK(rc == MPI_SUCCESS && count == pieces * P, "131072-piece write: %s, %d", err_text(rc), count);
+  MPI_File_seek(fh, 0, MPI_SEEK_SET);
+  memset(r, 0, (size_t)n);
+  rc = MPI_File_read(fh, r, (int)(pieces * P), MPI_BYTE, &st);
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  CHECK(rc == MPI_SUCCESS && count == pieces * P && !memcmp(r, w, (size_t)(pieces * P)), "131072-piece read: %s, %d",
+        err_text(rc), count);
+  MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+  rc = MPI_File_read_at(fh, disp, r, (int)(pieces * 2 * P), MPI_BYTE, &st); /* the same bytes, plainly */
+  long bad = 0;
+  for (long k = 0; k < pieces * 2 * P - P; k++) bad += r[k] != ((k / P) % 2 ? 0 : w[(k / (2 * P)) * P + k % P]);
+  CHECK(rc == MPI_SUCCESS && bad == 0, "the file under the pieces: %ld bytes wrong", bad);
+  MPI_Type_free(&ft);
+  MPI_File_close(&fh);
+  MPI_Info_free(&info);
+  free(w);
+  free(r);
+}
+
 static int exists(const char *p) { return access(p, F_OK) == 0; }
 
 static void fault(const char *url, const char *dir) {
@@ -328,7 +387,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "noncontig")) noncontig(argv[2]);
   else if (!strcmp(mode, "lazy")) lazy(argv[2]);
   else if (!strcmp(mode, "gen")) gen(argv[2]);
+  else if (!strcmp(mode, "split")) split(argv[2]);
   else if (!strcmp(mode, "fault") && argc > 3) fault(argv[2], argv[3]);
-  else CHECK(0, "usage: rio basic|noncontig|lazy|gen|fault URL [DIR]");
+  else CHECK(0, "usage: rio basic|noncontig|lazy|gen|split|fault URL [DIR]");
   return finish("rio");
 }

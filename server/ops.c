@@ -14,6 +14,7 @@
 
 #define MAX_HANDLES 4096 /* per connection */
 #define READ_CHUNK (1u << 20)
+#define WRITE_CHUNK (1u << 20)
 
 /* ---- handle table ------------------------------------------------------------------------------ */
 static uint64_t handle_value(uint32_t slot, uint32_t gen) { return ((uint64_t)gen << 32) | (slot + 1); }
@@ -38,8 +39,7 @@ static int handle_new(srv_conn *c, int fd, uint32_t acc, const struct stat *st, 
     }
     c->handles[c->nhandles++] = NULL;
   }
-  static uint32_t gen_counter;
-  hd->gen = __atomic_add_fetch(&gen_counter, 1, __ATOMIC_RELAXED) | 1u;
+  hd->gen = ++c->next_gen ? c->next_gen : ++c->next_gen; /* never 0 */
   c->handles[i] = hd;
   *value = handle_value(i, hd->gen);
   pthread_mutex_unlock(&c->mu);
@@ -267,8 +267,8 @@ static void do_counter(srv_job *j) {
 static void do_lock(srv_job *j) {
   rio_lock_req m;
   int e = rio_decode_lock(j->body, j->n, &m);
-  if (e) return (void)bad_body(j, e);
-  if (take_handle(j, m.handle)) return;
+  if (e) return bad_body(j, e), srv_job_done(j);
+  if (take_handle(j, m.handle)) return srv_job_done(j);
   if (srv_lock_try(j)) return;
   srv_lock_park(j); /* the job stays in flight until granted or cancelled */
 }
@@ -381,11 +381,22 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size
   srv_handle *hd = srv_handle_get(c, io->handle, &st);
   if (hd && hd->acc == RIO_O_RDONLY) st = RIO_EBADF;
   uint64_t done = 0;
+  /* The streaming buffer: as large as this write needs, at most WRITE_CHUNK, kept for the next. */
+  size_t want = io->total < WRITE_CHUNK ? (size_t)io->total : WRITE_CHUNK;
+  if (want > c->chunk_cap) {
+    uint8_t *b = realloc(c->chunk, want);
+    if (!b) {
+      if (hd) srv_handle_put(c, hd);
+      srv_log(LOG_ERROR, "conn %llu (%s): no memory for a WRITE buffer; closing", (unsigned long long)c->serial, c->peer);
+      return -1;
+    }
+    c->chunk = b, c->chunk_cap = want;
+  }
   for (uint32_t i = 0; i < io->nseg; i++) {
     uint64_t off, len;
     rio_seg_at(io, i, &off, &len);
     while (len > 0) {
-      size_t n = len < (1u << 20) ? (size_t)len : (1u << 20);
+      size_t n = len < WRITE_CHUNK ? (size_t)len : WRITE_CHUNK;
       if (c->io->recv(c, c->chunk, n, srv_now_ns() + 60000000000ull)) {
         srv_log(LOG_WARN, "conn %llu (%s): truncated WRITE data; closing", (unsigned long long)c->serial, c->peer);
         if (hd) srv_handle_put(c, hd);

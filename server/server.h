@@ -69,13 +69,14 @@ struct srv_conn {
   pthread_mutex_t mu;      /* handles, inflight */
   pthread_cond_t cv;
   srv_handle **handles;    /* slots; a handle never moves while a request holds it */
-  uint32_t nhandles, cap_handles;
+  uint32_t nhandles, cap_handles, next_gen;
   int inflight;            /* jobs queued or running, parked locks included */
   int dead;                /* a send failed or shutdown: stop */
   int authed;
   uint64_t serial;         /* connection number for log lines */
   char peer[64];
-  uint8_t *chunk;          /* the reader's streaming buffer for WRITE data (after auth) */
+  uint8_t *chunk;          /* the reader's streaming buffer for WRITE data, grown on demand */
+  size_t chunk_cap;
   /* emulated link state (per connection and direction) */
   pthread_mutex_t emu_mu;
   uint64_t bw_next_in, bw_next_out;

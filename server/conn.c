@@ -71,7 +71,6 @@ srv_conn *srv_conn_new(int fd, const srv_io *io, const char *peer) {
   c->io = io;
   pthread_mutex_init(&c->send_mu, NULL);
   pthread_mutex_init(&c->mu, NULL);
-  pthread_mutex_init(&c->emu_mu, NULL);
   pthread_cond_init(&c->cv, NULL);
   snprintf(c->peer, sizeof c->peer, "%s", peer);
   return c;
@@ -82,7 +81,6 @@ void srv_conn_free(srv_conn *c) {
   free(c->chunk);
   pthread_mutex_destroy(&c->send_mu);
   pthread_mutex_destroy(&c->mu);
-  pthread_mutex_destroy(&c->emu_mu);
   pthread_cond_destroy(&c->cv);
   free(c);
 }
@@ -94,7 +92,6 @@ int srv_reply(srv_conn *c, unsigned type, uint64_t id, int status, const void *b
   rio_hdr_encode(head, &h);
   rio_wr w = rio_wr_init(head + RIO_HDR_SIZE, RIO_STATUS);
   rio_put_status(&w, status);
-  srv_emulate_net(c, 1, sizeof head + n);
   pthread_mutex_lock(&c->send_mu);
   int r = c->dead ? -1 : c->io->send(c, head, sizeof head);
   if (r == 0 && n) r = c->io->send(c, body, n);
@@ -254,7 +251,6 @@ static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE]) {
     proto_error(c, h.id, h.len > lim ? RIO_ETOOBIG : RIO_EPROTO, why);
     return -1;
   }
-  srv_emulate_net(c, 0, RIO_HDR_SIZE + h.len);
   if (h.type == RIO_T_WRITE) return read_write_req(c, &h);
   srv_job *j = calloc(1, sizeof *j);
   uint8_t *body = malloc(h.len);

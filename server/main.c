@@ -166,6 +166,7 @@ static void peer_name(const struct sockaddr_storage *ss, socklen_t sl, char *out
 static void *conn_main(void *arg) {
   srv_conn *c = arg;
   srv_conn_serve(c);
+  srv_emulate_unwrap(c);
   pthread_mutex_lock(&srv->mu);
   if (c->prev) c->prev->next = c->next;
   else srv->conns = c->next;
@@ -212,6 +213,10 @@ static void accept_one(int lfd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   srv_conn *c = srv_conn_new(fd, &srv_socket_io, peer);
+  if (c && srv_emulate_wrap(c)) {
+    srv_conn_free(c);
+    c = NULL;
+  }
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);

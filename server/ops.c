@@ -307,7 +307,6 @@ static int stream_read(srv_job *j, const rio_io_req *io, uint64_t done, uint8_t 
         got += (size_t)r;
       }
       memset(buf + got, 0, n - got);
-      srv_emulate_net(c, 1, n);
       if (c->io->send(c, buf, n)) return -1;
       off += n, len -= n;
     }
@@ -336,12 +335,12 @@ static void do_read(srv_job *j) {
   rio_put_status(&w, RIO_OK);
   rio_put_u64(&w, done);
   srv_conn *c = j->c;
-  srv_emulate_net(c, 1, sizeof head);
   pthread_mutex_lock(&c->send_mu);
   int r = c->dead ? -1 : c->io->send(c, head, sizeof head);
   if (r == 0) r = stream_read(j, &io, done, buf);
   if (r) c->dead = 1;
   pthread_mutex_unlock(&c->send_mu);
+  if (srv->cfg.emu.cache_none) (void)posix_fadvise(j->hd->fd, 0, 0, POSIX_FADV_DONTNEED);
   free(buf);
 }
 
@@ -411,7 +410,10 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size
       off += n, len -= n;
     }
   }
-  if (st == RIO_OK && srv->cfg.emu.cache_none && fdatasync(hd->fd)) st = st_errno(errno);
+  if (st == RIO_OK && srv->cfg.emu.cache_none) { /* write-through, and no page stays cached */
+    if (fdatasync(hd->fd)) st = st_errno(errno);
+    (void)posix_fadvise(hd->fd, 0, 0, POSIX_FADV_DONTNEED);
+  }
   if (hd) srv_handle_put(c, hd);
   uint8_t b[8];
   rio_store_u64(b, done);

@@ -77,9 +77,8 @@ struct srv_conn {
   char peer[64];
   uint8_t *chunk;          /* the reader's streaming buffer for WRITE data, grown on demand */
   size_t chunk_cap;
-  /* emulated link state (per connection and direction) */
-  pthread_mutex_t emu_mu;
-  uint64_t bw_next_in, bw_next_out;
+  void *link;              /* the emulated link under io (emulate.c), or NULL */
+  void *fwd;               /* forwarder state (forward.c), or NULL */
   void *mem;               /* in-memory stream state (fuzzing) */
   struct srv_conn *prev, *next;
 };
@@ -159,7 +158,8 @@ extern int srv_have_openat2; /* tests may force the fallback: 0 */
 
 /* emulate.c: shaping of links and storage (no-ops when not configured). */
 int srv_emulate_parse(const char *s, srv_emulate *e, char *why, size_t whylen);
-void srv_emulate_net(srv_conn *c, int dir_out, size_t bytes);
+int srv_emulate_wrap(srv_conn *c);    /* put the emulated link under c->io (no-op if none) */
+void srv_emulate_unwrap(srv_conn *c); /* drain and remove it */
 void srv_emulate_disk(size_t bytes);
 
 #endif

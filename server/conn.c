@@ -251,7 +251,7 @@ static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE]) {
     proto_error(c, h.id, h.len > lim ? RIO_ETOOBIG : RIO_EPROTO, why);
     return -1;
   }
-  if (h.type == RIO_T_WRITE) return read_write_req(c, &h);
+  if (h.type == RIO_T_WRITE && !srv->cfg.forward_to) return read_write_req(c, &h);
   srv_job *j = calloc(1, sizeof *j);
   uint8_t *body = malloc(h.len);
   if (!j || !body) {
@@ -263,6 +263,10 @@ static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE]) {
             type_name(h.type));
     free(j), free(body);
     return -1;
+  }
+  if (srv->cfg.forward_to) {
+    free(j);
+    return srv_forward_request(c, &h, body, h.len);
   }
   j->c = c, j->h = h, j->body = body, j->n = h.len;
   pthread_mutex_lock(&c->mu);
@@ -296,9 +300,11 @@ void srv_conn_serve(srv_conn *c) {
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
   srv_lock_cancel(c, NULL);
+  srv_forward_end(c);
   pthread_mutex_lock(&c->mu);
   while (c->inflight > 0) pthread_cond_wait(&c->cv, &c->mu);
   pthread_mutex_unlock(&c->mu);
   srv_conn_close_all(c);
+  srv_forward_free(c);
   srv_log(LOG_DEBUG, "conn %llu (%s): closed", (unsigned long long)c->serial, c->peer);
 }

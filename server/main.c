@@ -31,6 +31,7 @@ srv_state *srv = &state;
 static void usage(FILE *f) {
   fprintf(f,
           "usage: pario-server --root DIR --listen HOST:PORT --secret-file F [options]\n"
+          "       pario-server --forward-to HOST:PORT --listen HOST:PORT --secret-file F [options]\n"
           "Serves the files beneath DIR to pario's remote I/O driver (x-rio://HOST:PORT/path).\n"
           "  --root DIR            directory served; no path resolves outside it\n"
           "  --listen HOST:PORT    address to listen on (port 0: a free port); HOST:PORT is printed\n"
@@ -40,6 +41,8 @@ static void usage(FILE *f) {
           "  --max-request BYTES   largest request body (default 64M, 1M..1G; K/M/G suffixes)\n"
           "  --idle-timeout S      close a connection idle for S seconds (default 0: never)\n"
           "  --max-conns N         simultaneous connections (default 256)\n"
+          "  --forward-to H:P      run as a forwarder to the server at H:P (same secret), merging the\n"
+          "                        READ/WRITE requests of one collective operation (no --root)\n"
           "  --emulate SPEC        emulated link and storage: net_latency=100ms,net_bw=20MB/s,\n"
           "                        disk_bw=50MB/s,cache=none|os (docs/remote.md)\n"
           "  --log-level L         error, warn, info (default) or debug; the log goes to stderr\n"
@@ -78,12 +81,12 @@ static uint64_t parse_size(const char *opt, const char *v) {
 }
 
 static void parse_args(int argc, char **argv, srv_config *cfg) {
-  enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_HELP, O_VERSION };
+  enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_FWD, O_HELP, O_VERSION };
   static const struct option opts[] = {
       {"root", 1, 0, O_ROOT},          {"listen", 1, 0, O_LISTEN},   {"secret-file", 1, 0, O_SECRET},
       {"threads", 1, 0, O_THREADS},    {"max-request", 1, 0, O_MAXREQ}, {"idle-timeout", 1, 0, O_IDLE},
       {"log-level", 1, 0, O_LOG},      {"max-conns", 1, 0, O_CONNS}, {"emulate", 1, 0, O_EMU},
-      {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
+      {"forward-to", 1, 0, O_FWD},     {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
   cfg->threads = 4;
   cfg->max_request = RIO_DEFAULT_MAX_REQUEST;
   cfg->max_conns = 256;
@@ -93,6 +96,7 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
     switch (o) {
     case O_ROOT: cfg->root = optarg; break;
     case O_LISTEN: cfg->listen = optarg; break;
+    case O_FWD: cfg->forward_to = optarg; break;
     case O_SECRET: cfg->secret_file = optarg; break;
     case O_THREADS: cfg->threads = (int)parse_int("--threads", optarg, 1, 256); break;
     case O_MAXREQ: cfg->max_request = parse_size("--max-request", optarg); break;
@@ -116,7 +120,8 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
     }
   }
   if (optind < argc) die_arg(argv[optind], "unexpected argument", NULL);
-  if (!cfg->root) die_arg("--root", "required", NULL);
+  if (!cfg->root && !cfg->forward_to) die_arg("--root", "required (or --forward-to)", NULL);
+  if (cfg->root && cfg->forward_to) die_arg("--root", "a forwarder (--forward-to) serves no files of its own", NULL);
   if (!cfg->listen) die_arg("--listen", "required", NULL);
   if (!cfg->secret_file) die_arg("--secret-file", "required", NULL);
   uint64_t ms = cfg->max_request / RIO_SEG;
@@ -245,8 +250,8 @@ static void accept_one(int lfd) {
 }
 
 static void setup(srv_config *cfg) {
-  srv->rootfd = open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (srv->rootfd < 0) {
+  srv->rootfd = cfg->root ? open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+  if (cfg->root && srv->rootfd < 0) {
     fprintf(stderr, "pario-server: --root %s: %s\n", cfg->root, strerror(errno));
     exit(1);
   }
@@ -289,6 +294,13 @@ static void shut_down(int lfd) {
     srv_lock_stop();
     srv_pool_stop();
   }
+  if (srv->cfg.forward_to && left == 0) srv_forward_stop();
+  uint64_t all = 0;
+  for (int t = 0; t <= RIO_T_MAX; t++) all += srv_served[t];
+  srv_log(LOG_INFO, "served %llu requests (READ %llu, WRITE %llu, other %llu), %llu bytes read, %llu written",
+          (unsigned long long)all, (unsigned long long)srv_served[RIO_T_READ], (unsigned long long)srv_served[RIO_T_WRITE],
+          (unsigned long long)(all - srv_served[RIO_T_READ] - srv_served[RIO_T_WRITE]),
+          (unsigned long long)srv_bytes_read, (unsigned long long)srv_bytes_written);
   srv_log(LOG_INFO, "stopped%s", left ? " (some connections did not end in 10 s)" : "");
 }
 
@@ -308,8 +320,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "pario-server: cannot start threads: %s\n", strerror(errno));
     return 1;
   }
-  srv_log(LOG_INFO, "serving %s on %s (%d threads, max request %llu bytes, %s confinement)", srv->cfg.root, shown,
-          srv->cfg.threads, (unsigned long long)srv->cfg.max_request, srv_have_openat2 ? "openat2" : "O_NOFOLLOW walk");
+  if (srv->cfg.forward_to) {
+    if (srv_forward_start()) return 1;
+    srv_log(LOG_INFO, "forwarding %s to %s", shown, srv->cfg.forward_to);
+  } else {
+    srv_log(LOG_INFO, "serving %s on %s (%d threads, max request %llu bytes, %s confinement)", srv->cfg.root, shown,
+            srv->cfg.threads, (unsigned long long)srv->cfg.max_request, srv_have_openat2 ? "openat2" : "O_NOFOLLOW walk");
+  }
   printf("%s\n", shown);
   fflush(stdout);
   for (;;) {

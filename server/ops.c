@@ -338,13 +338,17 @@ static void do_read(srv_job *j) {
   pthread_mutex_lock(&c->send_mu);
   int r = c->dead ? -1 : c->io->send(c, head, sizeof head);
   if (r == 0) r = stream_read(j, &io, done, buf);
+  __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
   if (r) c->dead = 1;
   pthread_mutex_unlock(&c->send_mu);
   if (srv->cfg.emu.cache_none) (void)posix_fadvise(j->hd->fd, 0, 0, POSIX_FADV_DONTNEED);
   free(buf);
 }
 
+uint64_t srv_served[RIO_T_MAX + 1], srv_bytes_read, srv_bytes_written;
+
 void srv_handle_job(srv_job *j) {
+  if (j->h.type <= RIO_T_MAX) __atomic_add_fetch(&srv_served[j->h.type], 1, __ATOMIC_RELAXED);
   switch (j->h.type) {
   case RIO_T_PING: do_ping(j); break;
   case RIO_T_OPEN: do_open(j); break;
@@ -377,6 +381,7 @@ static int write_all(int fd, const uint8_t *p, size_t n, uint64_t off) {
 int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size_t hb, const rio_io_req *io) {
   (void)hdrbody, (void)hb;
   int st;
+  __atomic_add_fetch(&srv_served[RIO_T_WRITE], 1, __ATOMIC_RELAXED);
   srv_handle *hd = srv_handle_get(c, io->handle, &st);
   if (hd && hd->acc == RIO_O_RDONLY) st = RIO_EBADF;
   uint64_t done = 0;
@@ -415,6 +420,7 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size
     (void)posix_fadvise(hd->fd, 0, 0, POSIX_FADV_DONTNEED);
   }
   if (hd) srv_handle_put(c, hd);
+  __atomic_add_fetch(&srv_bytes_written, done, __ATOMIC_RELAXED);
   uint8_t b[8];
   rio_store_u64(b, done);
   return srv_reply(c, RIO_T_WRITE, h->id, st, b, st ? 0 : 8);

@@ -156,6 +156,16 @@ int srv_resolve_open(int rootfd, const char *path, uint32_t pathlen, int oflags,
 int srv_resolve_unlink(int rootfd, const char *path, uint32_t pathlen, const char **why);
 extern int srv_have_openat2; /* tests may force the fallback: 0 */
 
+/* forward.c: the forwarder (--forward-to). */
+int srv_forward_start(void);
+void srv_forward_stop(void);
+int srv_forward_request(srv_conn *c, const rio_hdr *h, uint8_t *body, size_t n); /* takes body; -1 ends c */
+void srv_forward_end(srv_conn *c);
+void srv_forward_free(srv_conn *c);
+
+/* Requests served, by type, and bytes moved (logged at shutdown; the measurements use them). */
+extern uint64_t srv_served[RIO_T_MAX + 1], srv_bytes_read, srv_bytes_written;
+
 /* emulate.c: shaping of links and storage (no-ops when not configured). */
 int srv_emulate_parse(const char *s, srv_emulate *e, char *why, size_t whylen);
 int srv_emulate_wrap(srv_conn *c);    /* put the emulated link under c->io (no-op if none) */

@@ -53,7 +53,8 @@ int rc_server_start(rc_server *s, const char *bin, const char *const *extra) {
     const char *argv[64];
     int n = 0;
     argv[n++] = bin;
-    argv[n++] = "--root", argv[n++] = s->root;
+    if (s->forward_to[0]) argv[n++] = "--forward-to", argv[n++] = s->forward_to;
+    else argv[n++] = "--root", argv[n++] = s->root;
     argv[n++] = "--listen", argv[n++] = "127.0.0.1:0";
     argv[n++] = "--secret-file", argv[n++] = s->secret;
     for (int i = 0; extra && extra[i] && n < 62; i++) argv[n++] = extra[i];

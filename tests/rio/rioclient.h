@@ -17,6 +17,7 @@ typedef struct rc_server {
   char log[600];    /* the server's stderr */
   char root[512];
   char secret[600]; /* secret file path */
+  char forward_to[80]; /* non-empty: start a forwarder to this HOST:PORT instead of a server */
 } rc_server;
 
 /* Make a temporary directory with root/ and a secret file (work->root, work->secret). */

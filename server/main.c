@@ -43,6 +43,7 @@ static void usage(FILE *f) {
           "  --max-conns N         simultaneous connections (default 256)\n"
           "  --forward-to H:P      run as a forwarder to the server at H:P (same secret), merging the\n"
           "                        READ/WRITE requests of one collective operation (no --root)\n"
+          "  --tls-cert F, --tls-key F  TLS (1.2+) with this certificate chain and key (PEM)\n"
           "  --emulate SPEC        emulated link and storage: net_latency=100ms,net_bw=20MB/s,\n"
           "                        disk_bw=50MB/s,cache=none|os (docs/remote.md)\n"
           "  --log-level L         error, warn, info (default) or debug; the log goes to stderr\n"
@@ -81,12 +82,12 @@ static uint64_t parse_size(const char *opt, const char *v) {
 }
 
 static void parse_args(int argc, char **argv, srv_config *cfg) {
-  enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_FWD, O_HELP, O_VERSION };
+  enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_FWD, O_CERT, O_KEY, O_HELP, O_VERSION };
   static const struct option opts[] = {
       {"root", 1, 0, O_ROOT},          {"listen", 1, 0, O_LISTEN},   {"secret-file", 1, 0, O_SECRET},
       {"threads", 1, 0, O_THREADS},    {"max-request", 1, 0, O_MAXREQ}, {"idle-timeout", 1, 0, O_IDLE},
       {"log-level", 1, 0, O_LOG},      {"max-conns", 1, 0, O_CONNS}, {"emulate", 1, 0, O_EMU},
-      {"forward-to", 1, 0, O_FWD},     {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
+      {"forward-to", 1, 0, O_FWD},     {"tls-cert", 1, 0, O_CERT},   {"tls-key", 1, 0, O_KEY},     {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
   cfg->threads = 4;
   cfg->max_request = RIO_DEFAULT_MAX_REQUEST;
   cfg->max_conns = 256;
@@ -97,6 +98,8 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
     case O_ROOT: cfg->root = optarg; break;
     case O_LISTEN: cfg->listen = optarg; break;
     case O_FWD: cfg->forward_to = optarg; break;
+    case O_CERT: cfg->tls_cert = optarg; break;
+    case O_KEY: cfg->tls_key = optarg; break;
     case O_SECRET: cfg->secret_file = optarg; break;
     case O_THREADS: cfg->threads = (int)parse_int("--threads", optarg, 1, 256); break;
     case O_MAXREQ: cfg->max_request = parse_size("--max-request", optarg); break;
@@ -124,6 +127,9 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
   if (cfg->root && cfg->forward_to) die_arg("--root", "a forwarder (--forward-to) serves no files of its own", NULL);
   if (!cfg->listen) die_arg("--listen", "required", NULL);
   if (!cfg->secret_file) die_arg("--secret-file", "required", NULL);
+  if (!cfg->tls_cert != !cfg->tls_key) die_arg(cfg->tls_cert ? "--tls-key" : "--tls-cert", "required with the other", NULL);
+  if (cfg->tls_cert && (cfg->emu.net_bw || cfg->emu.net_latency_ns))
+    die_arg("--emulate", "the emulated link (net_latency, net_bw) does not run under TLS", NULL);
   uint64_t ms = cfg->max_request / RIO_SEG;
   cfg->max_segments = ms < RIO_DEFAULT_MAX_SEGMENTS ? (uint32_t)ms : RIO_DEFAULT_MAX_SEGMENTS;
   cfg->max_unauth = cfg->max_conns < 64 ? cfg->max_conns : 64;
@@ -170,7 +176,14 @@ static void peer_name(const struct sockaddr_storage *ss, socklen_t sl, char *out
 
 static void *conn_main(void *arg) {
   srv_conn *c = arg;
-  srv_conn_serve(c);
+  if (!srv->tls_ctx || srv_tls_accept(c) == 0) {
+    srv_conn_serve(c);
+  } else {
+    pthread_mutex_lock(&srv->mu);
+    srv->nunauth--;
+    pthread_mutex_unlock(&srv->mu);
+  }
+  srv_tls_free(c);
   srv_emulate_unwrap(c);
   pthread_mutex_lock(&srv->mu);
   if (c->prev) c->prev->next = c->next;
@@ -261,6 +274,10 @@ static void setup(srv_config *cfg) {
     fprintf(stderr, "pario-server: --secret-file %s: %s (%s)\n", cfg->secret_file, why, strerror(e));
     exit(1);
   }
+  if (cfg->tls_cert && srv_tls_init(cfg->tls_cert, cfg->tls_key, why, sizeof why)) {
+    fprintf(stderr, "pario-server: %s\n", why);
+    exit(1);
+  }
   uint8_t id[8];
   rio_random(id, sizeof id);
   srv->server_id = rio_load_u64(id);
@@ -324,8 +341,9 @@ int main(int argc, char **argv) {
     if (srv_forward_start()) return 1;
     srv_log(LOG_INFO, "forwarding %s to %s", shown, srv->cfg.forward_to);
   } else {
-    srv_log(LOG_INFO, "serving %s on %s (%d threads, max request %llu bytes, %s confinement)", srv->cfg.root, shown,
-            srv->cfg.threads, (unsigned long long)srv->cfg.max_request, srv_have_openat2 ? "openat2" : "O_NOFOLLOW walk");
+    srv_log(LOG_INFO, "serving %s on %s (%d threads, max request %llu bytes, %s confinement%s)", srv->cfg.root, shown,
+            srv->cfg.threads, (unsigned long long)srv->cfg.max_request, srv_have_openat2 ? "openat2" : "O_NOFOLLOW walk",
+            srv->tls_ctx ? ", TLS" : "");
   }
   printf("%s\n", shown);
   fflush(stdout);

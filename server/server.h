@@ -156,6 +156,11 @@ int srv_resolve_open(int rootfd, const char *path, uint32_t pathlen, int oflags,
 int srv_resolve_unlink(int rootfd, const char *path, uint32_t pathlen, const char **why);
 extern int srv_have_openat2; /* tests may force the fallback: 0 */
 
+/* tls.c: optional TLS (--tls-cert/--tls-key). */
+int srv_tls_init(const char *cert, const char *key, char *why, size_t whylen);
+int srv_tls_accept(srv_conn *c); /* handshake; on success c->io speaks TLS. 0 or -1 */
+void srv_tls_free(srv_conn *c);
+
 /* forward.c: the forwarder (--forward-to). */
 int srv_forward_start(void);
 void srv_forward_stop(void);

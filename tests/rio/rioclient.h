@@ -38,7 +38,9 @@ typedef struct rc_conn {
   uint32_t max_segments;
 } rc_conn;
 
-int rc_connect_raw(const char *host, int port); /* a TCP socket, or -1 */
+/* A TCP socket (TLS inside when PARIO_RIO_TEST_TLS_CA names the CA file), or -1. */
+int rc_connect_raw(const char *host, int port);
+void rc_close_fd(int fd);
 /* Connect and authenticate: 0, a RIO_E* status from the server, or -1 (connection broke). */
 int rc_connect(rc_conn *c, const rc_server *s, const uint8_t *secret, size_t slen);
 void rc_close_conn(rc_conn *c);

@@ -42,7 +42,7 @@ run() {
   while [ $# -gt 0 ] && [ "$1" != -- ]; do sargs+=("$1"); shift; done
   [ $# -gt 0 ] && shift
   largs=("$@")
-  rm -f "$work/root/load.dat"
+  [ "${KEEP_FILE:-0}" = 1 ] || [[ " $* " == *" --op read "* ]] || rm -f "$work/root/load.dat"
   start server --root "$work/root" "${sargs[@]}"
   local target=$addr t0 t1
   if [ "$fwd" = 1 ]; then start forwarder --forward-to "$target"; target=$addr; fi
@@ -73,11 +73,13 @@ case $what in
     ;;
   tls)
     openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" -days 1 \
-      -subj /CN=127.0.0.1 2>/dev/null
-    args=(--clients 4 --steps 64 --piece 1048576 --coll 0 --max-seconds 20 ${LOAD_ARGS:-})
-    run "plain TCP, 4 clients, 1 MiB" 0 -- "${args[@]}"
-    TLS_ARGS=(--tls-cert "$work/cert.pem" --tls-key "$work/key.pem")
-    RIO_LOAD_TLS=1 run "TLS, 4 clients, 1 MiB" 0 "${TLS_ARGS[@]}" -- "${args[@]}"
+      -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+    tls=(--tls-cert "$work/cert.pem" --tls-key "$work/key.pem")
+    for op in write read; do
+      args=(--clients 4 --steps 64 --piece 1048576 --coll 0 --op $op --max-seconds 20 ${LOAD_ARGS:-})
+      run "plain TCP, 4 clients, 1 MiB $op" 0 -- "${args[@]}"
+      PARIO_RIO_TEST_TLS_CA=$work/cert.pem run "TLS, 4 clients, 1 MiB $op" 0 "${tls[@]}" -- "${args[@]}"
+    done
     ;;
   smoke)
     run "smoke direct" 0 -- --clients 2 --steps 5 --piece 1000 --max-seconds 10

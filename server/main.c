@@ -183,12 +183,15 @@ static void *conn_main(void *arg) {
     srv->nunauth--;
     pthread_mutex_unlock(&srv->mu);
   }
-  srv_tls_free(c);
-  srv_emulate_unwrap(c);
+  /* Off the list first: shut_down() calls c->io->shutdown on listed connections only. */
   pthread_mutex_lock(&srv->mu);
   if (c->prev) c->prev->next = c->next;
   else srv->conns = c->next;
   if (c->next) c->next->prev = c->prev;
+  pthread_mutex_unlock(&srv->mu);
+  srv_emulate_unwrap(c);
+  srv_tls_free(c);
+  pthread_mutex_lock(&srv->mu);
   srv->nconns--;
   pthread_cond_broadcast(&srv->cv);
   pthread_mutex_unlock(&srv->mu);

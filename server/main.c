@@ -31,6 +31,7 @@ srv_state *srv = &state;
 static void usage(FILE *f) {
   fprintf(f,
           "usage: pario-server --root DIR --listen HOST:PORT --secret-file F [options]\n"
+          "       pario-server --forward-to HOST:PORT --listen HOST:PORT --secret-file F [options]\n"
           "Serves the files beneath DIR to pario's remote I/O driver (x-rio://HOST:PORT/path).\n"
           "  --root DIR            directory served; no path resolves outside it\n"
           "  --listen HOST:PORT    address to listen on (port 0: a free port); HOST:PORT is printed\n"
@@ -40,6 +41,9 @@ static void usage(FILE *f) {
           "  --max-request BYTES   largest request body (default 64M, 1M..1G; K/M/G suffixes)\n"
           "  --idle-timeout S      close a connection idle for S seconds (default 0: never)\n"
           "  --max-conns N         simultaneous connections (default 256)\n"
+          "  --forward-to H:P      run as a forwarder to the server at H:P (same secret), merging the\n"
+          "                        READ/WRITE requests of one collective operation (no --root)\n"
+          "  --tls-cert F, --tls-key F  TLS (1.2+) with this certificate chain and key (PEM)\n"
           "  --emulate SPEC        emulated link and storage: net_latency=100ms,net_bw=20MB/s,\n"
           "                        disk_bw=50MB/s,cache=none|os (docs/remote.md)\n"
           "  --log-level L         error, warn, info (default) or debug; the log goes to stderr\n"
@@ -78,12 +82,12 @@ static uint64_t parse_size(const char *opt, const char *v) {
 }
 
 static void parse_args(int argc, char **argv, srv_config *cfg) {
-  enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_HELP, O_VERSION };
+  enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_FWD, O_CERT, O_KEY, O_HELP, O_VERSION };
   static const struct option opts[] = {
       {"root", 1, 0, O_ROOT},          {"listen", 1, 0, O_LISTEN},   {"secret-file", 1, 0, O_SECRET},
       {"threads", 1, 0, O_THREADS},    {"max-request", 1, 0, O_MAXREQ}, {"idle-timeout", 1, 0, O_IDLE},
       {"log-level", 1, 0, O_LOG},      {"max-conns", 1, 0, O_CONNS}, {"emulate", 1, 0, O_EMU},
-      {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
+      {"forward-to", 1, 0, O_FWD},     {"tls-cert", 1, 0, O_CERT},   {"tls-key", 1, 0, O_KEY},     {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
   cfg->threads = 4;
   cfg->max_request = RIO_DEFAULT_MAX_REQUEST;
   cfg->max_conns = 256;
@@ -93,6 +97,9 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
     switch (o) {
     case O_ROOT: cfg->root = optarg; break;
     case O_LISTEN: cfg->listen = optarg; break;
+    case O_FWD: cfg->forward_to = optarg; break;
+    case O_CERT: cfg->tls_cert = optarg; break;
+    case O_KEY: cfg->tls_key = optarg; break;
     case O_SECRET: cfg->secret_file = optarg; break;
     case O_THREADS: cfg->threads = (int)parse_int("--threads", optarg, 1, 256); break;
     case O_MAXREQ: cfg->max_request = parse_size("--max-request", optarg); break;
@@ -116,9 +123,13 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
     }
   }
   if (optind < argc) die_arg(argv[optind], "unexpected argument", NULL);
-  if (!cfg->root) die_arg("--root", "required", NULL);
+  if (!cfg->root && !cfg->forward_to) die_arg("--root", "required (or --forward-to)", NULL);
+  if (cfg->root && cfg->forward_to) die_arg("--root", "a forwarder (--forward-to) serves no files of its own", NULL);
   if (!cfg->listen) die_arg("--listen", "required", NULL);
   if (!cfg->secret_file) die_arg("--secret-file", "required", NULL);
+  if (!cfg->tls_cert != !cfg->tls_key) die_arg(cfg->tls_cert ? "--tls-key" : "--tls-cert", "required with the other", NULL);
+  if (cfg->tls_cert && (cfg->emu.net_bw || cfg->emu.net_latency_ns))
+    die_arg("--emulate", "the emulated link (net_latency, net_bw) does not run under TLS", NULL);
   uint64_t ms = cfg->max_request / RIO_SEG;
   cfg->max_segments = ms < RIO_DEFAULT_MAX_SEGMENTS ? (uint32_t)ms : RIO_DEFAULT_MAX_SEGMENTS;
   cfg->max_unauth = cfg->max_conns < 64 ? cfg->max_conns : 64;
@@ -165,11 +176,22 @@ static void peer_name(const struct sockaddr_storage *ss, socklen_t sl, char *out
 
 static void *conn_main(void *arg) {
   srv_conn *c = arg;
-  srv_conn_serve(c);
+  if (!srv->tls_ctx || srv_tls_accept(c) == 0) {
+    srv_conn_serve(c);
+  } else {
+    pthread_mutex_lock(&srv->mu);
+    srv->nunauth--;
+    pthread_mutex_unlock(&srv->mu);
+  }
+  /* Off the list first: shut_down() calls c->io->shutdown on listed connections only. */
   pthread_mutex_lock(&srv->mu);
   if (c->prev) c->prev->next = c->next;
   else srv->conns = c->next;
   if (c->next) c->next->prev = c->prev;
+  pthread_mutex_unlock(&srv->mu);
+  srv_emulate_unwrap(c);
+  srv_tls_free(c);
+  pthread_mutex_lock(&srv->mu);
   srv->nconns--;
   pthread_cond_broadcast(&srv->cv);
   pthread_mutex_unlock(&srv->mu);
@@ -212,6 +234,10 @@ static void accept_one(int lfd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   srv_conn *c = srv_conn_new(fd, &srv_socket_io, peer);
+  if (c && srv_emulate_wrap(c)) {
+    srv_conn_free(c);
+    c = NULL;
+  }
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -240,8 +266,8 @@ static void accept_one(int lfd) {
 }
 
 static void setup(srv_config *cfg) {
-  srv->rootfd = open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (srv->rootfd < 0) {
+  srv->rootfd = cfg->root ? open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+  if (cfg->root && srv->rootfd < 0) {
     fprintf(stderr, "pario-server: --root %s: %s\n", cfg->root, strerror(errno));
     exit(1);
   }
@@ -249,6 +275,10 @@ static void setup(srv_config *cfg) {
   int e = rio_read_secret(cfg->secret_file, srv->secret, &srv->secret_len, why, sizeof why);
   if (e) {
     fprintf(stderr, "pario-server: --secret-file %s: %s (%s)\n", cfg->secret_file, why, strerror(e));
+    exit(1);
+  }
+  if (cfg->tls_cert && srv_tls_init(cfg->tls_cert, cfg->tls_key, why, sizeof why)) {
+    fprintf(stderr, "pario-server: %s\n", why);
     exit(1);
   }
   uint8_t id[8];
@@ -284,6 +314,13 @@ static void shut_down(int lfd) {
     srv_lock_stop();
     srv_pool_stop();
   }
+  if (srv->cfg.forward_to && left == 0) srv_forward_stop();
+  uint64_t all = 0;
+  for (int t = 0; t <= RIO_T_MAX; t++) all += srv_served[t];
+  srv_log(LOG_INFO, "served %llu requests (READ %llu, WRITE %llu, other %llu), %llu bytes read, %llu written",
+          (unsigned long long)all, (unsigned long long)srv_served[RIO_T_READ], (unsigned long long)srv_served[RIO_T_WRITE],
+          (unsigned long long)(all - srv_served[RIO_T_READ] - srv_served[RIO_T_WRITE]),
+          (unsigned long long)srv_bytes_read, (unsigned long long)srv_bytes_written);
   srv_log(LOG_INFO, "stopped%s", left ? " (some connections did not end in 10 s)" : "");
 }
 
@@ -303,8 +340,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "pario-server: cannot start threads: %s\n", strerror(errno));
     return 1;
   }
-  srv_log(LOG_INFO, "serving %s on %s (%d threads, max request %llu bytes, %s confinement)", srv->cfg.root, shown,
-          srv->cfg.threads, (unsigned long long)srv->cfg.max_request, srv_have_openat2 ? "openat2" : "O_NOFOLLOW walk");
+  if (srv->cfg.forward_to) {
+    if (srv_forward_start()) return 1;
+    srv_log(LOG_INFO, "forwarding %s to %s", shown, srv->cfg.forward_to);
+  } else {
+    srv_log(LOG_INFO, "serving %s on %s (%d threads, max request %llu bytes, %s confinement%s)", srv->cfg.root, shown,
+            srv->cfg.threads, (unsigned long long)srv->cfg.max_request, srv_have_openat2 ? "openat2" : "O_NOFOLLOW walk",
+            srv->tls_ctx ? ", TLS" : "");
+  }
   printf("%s\n", shown);
   fflush(stdout);
   for (;;) {

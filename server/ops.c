@@ -14,6 +14,7 @@
 
 #define MAX_HANDLES 4096 /* per connection */
 #define READ_CHUNK (1u << 20)
+#define WRITE_CHUNK (1u << 20)
 
 /* ---- handle table ------------------------------------------------------------------------------ */
 static uint64_t handle_value(uint32_t slot, uint32_t gen) { return ((uint64_t)gen << 32) | (slot + 1); }
@@ -38,8 +39,7 @@ static int handle_new(srv_conn *c, int fd, uint32_t acc, const struct stat *st, 
     }
     c->handles[c->nhandles++] = NULL;
   }
-  static uint32_t gen_counter;
-  hd->gen = __atomic_add_fetch(&gen_counter, 1, __ATOMIC_RELAXED) | 1u;
+  hd->gen = ++c->next_gen ? c->next_gen : ++c->next_gen; /* never 0 */
   c->handles[i] = hd;
   *value = handle_value(i, hd->gen);
   pthread_mutex_unlock(&c->mu);
@@ -267,8 +267,8 @@ static void do_counter(srv_job *j) {
 static void do_lock(srv_job *j) {
   rio_lock_req m;
   int e = rio_decode_lock(j->body, j->n, &m);
-  if (e) return (void)bad_body(j, e);
-  if (take_handle(j, m.handle)) return;
+  if (e) return bad_body(j, e), srv_job_done(j);
+  if (take_handle(j, m.handle)) return srv_job_done(j);
   if (srv_lock_try(j)) return;
   srv_lock_park(j); /* the job stays in flight until granted or cancelled */
 }
@@ -307,7 +307,6 @@ static int stream_read(srv_job *j, const rio_io_req *io, uint64_t done, uint8_t 
         got += (size_t)r;
       }
       memset(buf + got, 0, n - got);
-      srv_emulate_net(c, 1, n);
       if (c->io->send(c, buf, n)) return -1;
       off += n, len -= n;
     }
@@ -336,16 +335,20 @@ static void do_read(srv_job *j) {
   rio_put_status(&w, RIO_OK);
   rio_put_u64(&w, done);
   srv_conn *c = j->c;
-  srv_emulate_net(c, 1, sizeof head);
   pthread_mutex_lock(&c->send_mu);
   int r = c->dead ? -1 : c->io->send(c, head, sizeof head);
   if (r == 0) r = stream_read(j, &io, done, buf);
+  __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
   if (r) c->dead = 1;
   pthread_mutex_unlock(&c->send_mu);
+  if (srv->cfg.emu.cache_none) (void)posix_fadvise(j->hd->fd, 0, 0, POSIX_FADV_DONTNEED);
   free(buf);
 }
 
+uint64_t srv_served[RIO_T_MAX + 1], srv_bytes_read, srv_bytes_written;
+
 void srv_handle_job(srv_job *j) {
+  if (j->h.type <= RIO_T_MAX) __atomic_add_fetch(&srv_served[j->h.type], 1, __ATOMIC_RELAXED);
   switch (j->h.type) {
   case RIO_T_PING: do_ping(j); break;
   case RIO_T_OPEN: do_open(j); break;
@@ -378,14 +381,26 @@ static int write_all(int fd, const uint8_t *p, size_t n, uint64_t off) {
 int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size_t hb, const rio_io_req *io) {
   (void)hdrbody, (void)hb;
   int st;
+  __atomic_add_fetch(&srv_served[RIO_T_WRITE], 1, __ATOMIC_RELAXED);
   srv_handle *hd = srv_handle_get(c, io->handle, &st);
   if (hd && hd->acc == RIO_O_RDONLY) st = RIO_EBADF;
   uint64_t done = 0;
+  /* The streaming buffer: as large as this write needs, at most WRITE_CHUNK, kept for the next. */
+  size_t want = io->total < WRITE_CHUNK ? (size_t)io->total : WRITE_CHUNK;
+  if (want > c->chunk_cap) {
+    uint8_t *b = realloc(c->chunk, want);
+    if (!b) {
+      if (hd) srv_handle_put(c, hd);
+      srv_log(LOG_ERROR, "conn %llu (%s): no memory for a WRITE buffer; closing", (unsigned long long)c->serial, c->peer);
+      return -1;
+    }
+    c->chunk = b, c->chunk_cap = want;
+  }
   for (uint32_t i = 0; i < io->nseg; i++) {
     uint64_t off, len;
     rio_seg_at(io, i, &off, &len);
     while (len > 0) {
-      size_t n = len < (1u << 20) ? (size_t)len : (1u << 20);
+      size_t n = len < WRITE_CHUNK ? (size_t)len : WRITE_CHUNK;
       if (c->io->recv(c, c->chunk, n, srv_now_ns() + 60000000000ull)) {
         srv_log(LOG_WARN, "conn %llu (%s): truncated WRITE data; closing", (unsigned long long)c->serial, c->peer);
         if (hd) srv_handle_put(c, hd);
@@ -400,8 +415,12 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size
       off += n, len -= n;
     }
   }
-  if (st == RIO_OK && srv->cfg.emu.cache_none && fdatasync(hd->fd)) st = st_errno(errno);
+  if (st == RIO_OK && srv->cfg.emu.cache_none) { /* write-through, and no page stays cached */
+    if (fdatasync(hd->fd)) st = st_errno(errno);
+    (void)posix_fadvise(hd->fd, 0, 0, POSIX_FADV_DONTNEED);
+  }
   if (hd) srv_handle_put(c, hd);
+  __atomic_add_fetch(&srv_bytes_written, done, __ATOMIC_RELAXED);
   uint8_t b[8];
   rio_store_u64(b, done);
   return srv_reply(c, RIO_T_WRITE, h->id, st, b, st ? 0 : 8);

@@ -69,16 +69,16 @@ struct srv_conn {
   pthread_mutex_t mu;      /* handles, inflight */
   pthread_cond_t cv;
   srv_handle **handles;    /* slots; a handle never moves while a request holds it */
-  uint32_t nhandles, cap_handles;
+  uint32_t nhandles, cap_handles, next_gen;
   int inflight;            /* jobs queued or running, parked locks included */
   int dead;                /* a send failed or shutdown: stop */
   int authed;
   uint64_t serial;         /* connection number for log lines */
   char peer[64];
-  uint8_t *chunk;          /* the reader's streaming buffer for WRITE data (after auth) */
-  /* emulated link state (per connection and direction) */
-  pthread_mutex_t emu_mu;
-  uint64_t bw_next_in, bw_next_out;
+  uint8_t *chunk;          /* the reader's streaming buffer for WRITE data, grown on demand */
+  size_t chunk_cap;
+  void *link;              /* the emulated link under io (emulate.c), or NULL */
+  void *fwd;               /* forwarder state (forward.c), or NULL */
   void *mem;               /* in-memory stream state (fuzzing) */
   struct srv_conn *prev, *next;
 };
@@ -156,9 +156,25 @@ int srv_resolve_open(int rootfd, const char *path, uint32_t pathlen, int oflags,
 int srv_resolve_unlink(int rootfd, const char *path, uint32_t pathlen, const char **why);
 extern int srv_have_openat2; /* tests may force the fallback: 0 */
 
+/* tls.c: optional TLS (--tls-cert/--tls-key). */
+int srv_tls_init(const char *cert, const char *key, char *why, size_t whylen);
+int srv_tls_accept(srv_conn *c); /* handshake; on success c->io speaks TLS. 0 or -1 */
+void srv_tls_free(srv_conn *c);
+
+/* forward.c: the forwarder (--forward-to). */
+int srv_forward_start(void);
+void srv_forward_stop(void);
+int srv_forward_request(srv_conn *c, const rio_hdr *h, uint8_t *body, size_t n); /* takes body; -1 ends c */
+void srv_forward_end(srv_conn *c);
+void srv_forward_free(srv_conn *c);
+
+/* Requests served, by type, and bytes moved (logged at shutdown; the measurements use them). */
+extern uint64_t srv_served[RIO_T_MAX + 1], srv_bytes_read, srv_bytes_written;
+
 /* emulate.c: shaping of links and storage (no-ops when not configured). */
 int srv_emulate_parse(const char *s, srv_emulate *e, char *why, size_t whylen);
-void srv_emulate_net(srv_conn *c, int dir_out, size_t bytes);
+int srv_emulate_wrap(srv_conn *c);    /* put the emulated link under c->io (no-op if none) */
+void srv_emulate_unwrap(srv_conn *c); /* drain and remove it */
 void srv_emulate_disk(size_t bytes);
 
 #endif

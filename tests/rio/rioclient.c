@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,7 +54,8 @@ int rc_server_start(rc_server *s, const char *bin, const char *const *extra) {
     const char *argv[64];
     int n = 0;
     argv[n++] = bin;
-    argv[n++] = "--root", argv[n++] = s->root;
+    if (s->forward_to[0]) argv[n++] = "--forward-to", argv[n++] = s->forward_to;
+    else argv[n++] = "--root", argv[n++] = s->root;
     argv[n++] = "--listen", argv[n++] = "127.0.0.1:0";
     argv[n++] = "--secret-file", argv[n++] = s->secret;
     for (int i = 0; extra && extra[i] && n < 62; i++) argv[n++] = extra[i];
@@ -124,6 +126,41 @@ int rc_log_has(const rc_server *s, const char *needle) {
   return n;
 }
 
+/* ---- TLS: with PARIO_RIO_TEST_TLS_CA=cert.pem every connection runs TLS, the server's
+ * certificate checked against that file and the host name. ------------------------------------- */
+#define MAX_FD 4096
+static SSL *tls_of[MAX_FD];
+static SSL_CTX *tls_ctx;
+
+static int tls_connect(int fd, const char *host) {
+  const char *ca = getenv("PARIO_RIO_TEST_TLS_CA");
+  if (!ca || !*ca) return 0;
+  if (fd >= MAX_FD) return -1;
+  if (!tls_ctx) {
+    tls_ctx = SSL_CTX_new(TLS_client_method());
+    if (!tls_ctx || SSL_CTX_load_verify_locations(tls_ctx, ca, NULL) != 1) return -1;
+    SSL_CTX_set_verify(tls_ctx, SSL_VERIFY_PEER, NULL);
+  }
+  SSL *ssl = SSL_new(tls_ctx);
+  if (!ssl) return -1;
+  SSL_set_fd(ssl, fd);
+  SSL_set1_host(ssl, host);
+  if (SSL_connect(ssl) != 1) {
+    SSL_free(ssl);
+    return -1;
+  }
+  tls_of[fd] = ssl;
+  return 0;
+}
+
+void rc_close_fd(int fd) {
+  if (fd >= 0 && fd < MAX_FD && tls_of[fd]) {
+    SSL_free(tls_of[fd]);
+    tls_of[fd] = NULL;
+  }
+  if (fd >= 0) close(fd);
+}
+
 /* ---- frames ------------------------------------------------------------------------------ */
 int rc_connect_raw(const char *host, int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
@@ -133,13 +170,18 @@ int rc_connect_raw(const char *host, int port) {
     return -1;
   }
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (tls_connect(fd, host)) {
+    close(fd);
+    return -1;
+  }
   return fd;
 }
 
 int rc_send_all(int fd, const void *p, size_t n) {
   const uint8_t *b = p;
+  SSL *ssl = fd >= 0 && fd < MAX_FD ? tls_of[fd] : NULL;
   while (n > 0) {
-    ssize_t r = send(fd, b, n, MSG_NOSIGNAL);
+    ssize_t r = ssl ? SSL_write(ssl, b, (int)(n > (1u << 30) ? 1u << 30 : n)) : send(fd, b, n, MSG_NOSIGNAL);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return -1;
     b += r, n -= (size_t)r;
@@ -156,11 +198,11 @@ int rc_send_frame(int fd, unsigned type, uint64_t id, const void *body, size_t n
 
 static int recv_all(int fd, void *p, size_t n, int timeout_ms) {
   uint8_t *b = p;
+  SSL *ssl = fd >= 0 && fd < MAX_FD ? tls_of[fd] : NULL;
   while (n > 0) {
     struct pollfd pf = {fd, POLLIN, 0};
-    int r = poll(&pf, 1, timeout_ms);
-    if (r <= 0) return -1;
-    ssize_t k = recv(fd, b, n, 0);
+    if (!(ssl && SSL_pending(ssl) > 0) && poll(&pf, 1, timeout_ms) <= 0) return -1;
+    ssize_t k = ssl ? SSL_read(ssl, b, (int)(n > (1u << 30) ? 1u << 30 : n)) : recv(fd, b, n, 0);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) return -1;
     b += k, n -= (size_t)k;
@@ -234,7 +276,7 @@ int rc_connect(rc_conn *c, const rc_server *s, const uint8_t *secret, size_t sle
 }
 
 void rc_close_conn(rc_conn *c) {
-  if (c->fd >= 0) close(c->fd);
+  rc_close_fd(c->fd);
   c->fd = -1;
 }
 

@@ -17,6 +17,7 @@ typedef struct rc_server {
   char log[600];    /* the server's stderr */
   char root[512];
   char secret[600]; /* secret file path */
+  char forward_to[80]; /* non-empty: start a forwarder to this HOST:PORT instead of a server */
 } rc_server;
 
 /* Make a temporary directory with root/ and a secret file (work->root, work->secret). */
@@ -37,7 +38,9 @@ typedef struct rc_conn {
   uint32_t max_segments;
 } rc_conn;
 
-int rc_connect_raw(const char *host, int port); /* a TCP socket, or -1 */
+/* A TCP socket (TLS inside when PARIO_RIO_TEST_TLS_CA names the CA file), or -1. */
+int rc_connect_raw(const char *host, int port);
+void rc_close_fd(int fd);
 /* Connect and authenticate: 0, a RIO_E* status from the server, or -1 (connection broke). */
 int rc_connect(rc_conn *c, const rc_server *s, const uint8_t *secret, size_t slen);
 void rc_close_conn(rc_conn *c);

@@ -3,7 +3,7 @@
  * transfer, end of file inside a READ, stat/set_size/preallocate/sync, byte-range locks that
  * wait without blocking other requests, the shared counter, pipelined requests matched by id,
  * close, stale handles, delete, and a clean SIGTERM shutdown.
- * usage: test_rio_basic PARIO_SERVER */
+ * usage: test_rio_basic PARIO_SERVER [SERVER OPTIONS...] */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,7 +153,8 @@ static void test_pipeline(rc_conn *c) {
 
 int main(int argc, char **argv) {
   if (argc < 2) return fprintf(stderr, "usage: %s PARIO_SERVER\n", argv[0]), 2;
-  const char *extra[] = {"--threads", "2", "--log-level", "debug", NULL};
+  const char *extra[16] = {"--threads", "2", "--log-level", "debug"};
+  for (int i = 2, k = 4; i < argc && k < 15; i++) extra[k++] = argv[i]; /* more server options */
   if (rc_workdir(&S, "basic") || rc_server_start(&S, argv[1], extra)) return fprintf(stderr, "cannot start\n"), 1;
   rc_read_secret(&S, secret, &slen);
   rc_conn c1, c2;

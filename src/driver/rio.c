@@ -14,8 +14,12 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +37,17 @@ static uint64_t now_ns(void) {
 }
 
 /* ---- socket I/O with a progress timeout ------------------------------------------------ */
+
+/* A connection's byte stream: a TCP socket (non-blocking), inside TLS when ssl is set. One
+ * SSL object is used by the receiver and the senders: each SSL call holds lock, the waiting
+ * for the socket happens outside it. */
+typedef struct rio_link {
+  int fd;
+  SSL *ssl;
+  pthread_mutex_t lock;
+} rio_link;
+
+static void link_close(rio_link *l);
 
 /* Wait until fd is ready for ev: 0, ETIMEDOUT after ms (-1: no limit), or an errno. */
 static int wait_fd(int fd, short ev, long long ms) {
@@ -66,7 +81,67 @@ static void iov_skip(struct iovec **iov, int *cnt, size_t n) {
 }
 
 /* Send (wr) or receive every byte of iov (modified). ms: the longest wait without progress. */
-static int xfer_iov(int fd, int wr, struct iovec *iov, int cnt, long long ms) {
+/* OpenSSL writes to the socket with write(2): where the peer has gone, the SIGPIPE that would
+ * kill the process is held back and dropped (what MSG_NOSIGNAL does for plain sockets), unless
+ * one was pending already. */
+typedef struct nopipe {
+  sigset_t old;
+  int had;
+} nopipe;
+
+static void nopipe_begin(nopipe *n) {
+  sigset_t s, p;
+  sigemptyset(&s);
+  sigaddset(&s, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &s, &n->old);
+  sigpending(&p);
+  n->had = sigismember(&p, SIGPIPE);
+}
+
+static void nopipe_end(nopipe *n) {
+  sigset_t s, p;
+  sigemptyset(&s);
+  sigaddset(&s, SIGPIPE);
+  sigpending(&p);
+  if (!n->had && sigismember(&p, SIGPIPE)) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&s, NULL, &zero) < 0 && errno == EINTR) {}
+  }
+  pthread_sigmask(SIG_SETMASK, &n->old, NULL);
+}
+
+static int tls_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, long long ms) {
+  while (cnt > 0) {
+    if (iov->iov_len == 0) {
+      iov++, cnt--;
+      continue;
+    }
+    size_t n = 0;
+    nopipe np;
+    pthread_mutex_lock(&l->lock);
+    nopipe_begin(&np);
+    ERR_clear_error();
+    int ok = wr ? SSL_write_ex(l->ssl, iov->iov_base, iov->iov_len, &n) : SSL_read_ex(l->ssl, iov->iov_base, iov->iov_len, &n);
+    int err = ok ? SSL_ERROR_NONE : SSL_get_error(l->ssl, 0), sys = errno;
+    nopipe_end(&np);
+    pthread_mutex_unlock(&l->lock);
+    if (ok) {
+      iov_skip(&iov, &cnt, n);
+      continue;
+    }
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+      int e = wait_fd(l->fd, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, ms);
+      if (e) return e;
+      continue;
+    }
+    return err == SSL_ERROR_SYSCALL && sys && sys != EAGAIN ? sys : ECONNRESET;
+  }
+  return 0;
+}
+
+static int xfer_iov(rio_link *l, int wr, struct iovec *iov, int cnt, long long ms) {
+  int fd = l->fd;
+  if (l->ssl) return tls_xfer(l, wr, iov, cnt, ms);
   while (cnt > 0) {
     if (iov->iov_len == 0) {
       iov++, cnt--;
@@ -96,13 +171,13 @@ static int xfer_iov(int fd, int wr, struct iovec *iov, int cnt, long long ms) {
   return 0;
 }
 
-static int read_exact(int fd, void *p, size_t n, long long ms) {
+static int read_exact(rio_link *l, void *p, size_t n, long long ms) {
   struct iovec v = {p, n};
-  return xfer_iov(fd, 0, &v, 1, ms);
+  return xfer_iov(l, 0, &v, 1, ms);
 }
 
 /* Read and drop n bytes. */
-static int skip_bytes(int fd, uint64_t n, long long ms) {
+static int skip_bytes(rio_link *fd, uint64_t n, long long ms) {
   char junk[4096];
   while (n > 0) {
     size_t k = n < sizeof junk ? (size_t)n : sizeof junk;
@@ -133,8 +208,9 @@ typedef struct rio_req {
 
 typedef struct rio_conn {
   struct rio_conn *next; /* in the cache */
-  char host[256], port[16], secret_file[512];
-  int fd;
+  char host[256], port[16], secret_file[512], tls_ca[512];
+  int tls;
+  rio_link link;
   long long timeout_ms;       /* progress timeout of the receiver's reads */
   pthread_mutex_t lock;       /* pending, dead, err, refs */
   pthread_cond_t cond;        /* a reply came or the connection died */
@@ -163,7 +239,7 @@ static void kill_locked(rio_conn *c, int err) {
   if (!c->dead) {
     c->dead = 1;
     c->err = err ? err : ECONNRESET;
-    shutdown(c->fd, SHUT_RDWR);
+    shutdown(c->link.fd, SHUT_RDWR);
   }
   for (rio_req **pp = &c->pending; *pp;) {
     rio_req *r = *pp;
@@ -197,7 +273,7 @@ static void conn_put(rio_conn *c) {
       }
   pthread_mutex_unlock(&cache_lock);
   if (!last) return;
-  close(c->fd);
+  link_close(&c->link);
   pthread_mutex_destroy(&c->lock);
   pthread_mutex_destroy(&c->send_lock);
   pthread_cond_destroy(&c->cond);
@@ -213,10 +289,10 @@ static int take_reply(rio_conn *c, const rio_hdr *h) {
   for (r = c->pending; r && r->id != h->id; r = r->next) {}
   if (r) r->state = RECEIVING;
   pthread_mutex_unlock(&c->lock);
-  if (!r) return h->len < RIO_STATUS ? EPROTO : skip_bytes(c->fd, h->len, ms); /* e.g. ERROR id 0 */
+  if (!r) return h->len < RIO_STATUS ? EPROTO : skip_bytes(&c->link, h->len, ms); /* e.g. ERROR id 0 */
   unsigned t = h->type & ~RIO_REPLY;
   uint8_t sb[RIO_STATUS];
-  int e = (t != r->type && t != RIO_T_ERROR) || h->len < RIO_STATUS ? EPROTO : read_exact(c->fd, sb, sizeof sb, ms);
+  int e = (t != r->type && t != RIO_T_ERROR) || h->len < RIO_STATUS ? EPROTO : read_exact(&c->link, sb, sizeof sb, ms);
   int status = RIO_OK;
   uint32_t rest = h->len - RIO_STATUS;
   if (!e) {
@@ -225,10 +301,10 @@ static int take_reply(rio_conn *c, const rio_hdr *h) {
     if (status == RIO_OK && t == RIO_T_ERROR) status = RIO_EPROTO;
   }
   if (!e && status != RIO_OK) {
-    e = skip_bytes(c->fd, rest, ms);
+    e = skip_bytes(&c->link, rest, ms);
   } else if (!e && r->type == RIO_T_READ) {
     uint8_t db[8];
-    e = rest < 8 ? EPROTO : read_exact(c->fd, db, 8, ms);
+    e = rest < 8 ? EPROTO : read_exact(&c->link, db, 8, ms);
     uint64_t done = e ? 0 : rio_load_u64(db);
     if (!e && (done > r->want || rest - 8 != done)) e = EPROTO;
     if (!e && done) {
@@ -240,12 +316,12 @@ static int take_reply(rio_conn *c, const rio_hdr *h) {
         if (v[n].iov_len > left) v[n].iov_len = (size_t)left;
         left -= v[n++].iov_len;
       }
-      e = v ? xfer_iov(c->fd, 0, v, n, ms) : ENOMEM;
+      e = v ? xfer_iov(&c->link, 0, v, n, ms) : ENOMEM;
       free(v);
     }
     r->got = done;
   } else if (!e) {
-    e = rest > sizeof r->fixed ? EPROTO : read_exact(c->fd, r->fixed, rest, ms);
+    e = rest > sizeof r->fixed ? EPROTO : read_exact(&c->link, r->fixed, rest, ms);
     r->fixedn = rest;
   }
   pthread_mutex_lock(&c->lock);
@@ -267,8 +343,10 @@ static void *receiver(void *arg) {
   for (;;) {
     uint8_t hb[RIO_HDR_SIZE];
     rio_hdr h;
-    e = wait_fd(c->fd, POLLIN, -1); /* idle connections wait for ever; a body must keep coming */
-    if (!e) e = read_exact(c->fd, hb, sizeof hb, c->timeout_ms);
+    /* idle connections wait for ever (TLS may hold decrypted bytes already); a body must
+     * keep coming */
+    e = c->link.ssl && SSL_pending(c->link.ssl) > 0 ? 0 : wait_fd(c->link.fd, POLLIN, -1);
+    if (!e) e = read_exact(&c->link, hb, sizeof hb, c->timeout_ms);
     if (!e && (rio_hdr_decode(hb, &h) || !(h.type & RIO_REPLY) || h.len > c->max_request + 4096)) e = EPROTO;
     if (!e) e = take_reply(c, &h);
     if (e) break;
@@ -308,7 +386,7 @@ static void start(rio_conn *c, rio_req *r, unsigned type, const void *body, size
   v[1] = (struct iovec){(void *)body, blen};
   for (int i = 0; i < datacnt; i++) v[2 + i] = data[i];
   pthread_mutex_lock(&c->send_lock);
-  int e = xfer_iov(c->fd, 1, v, datacnt + 2, c->timeout_ms);
+  int e = xfer_iov(&c->link, 1, v, datacnt + 2, c->timeout_ms);
   pthread_mutex_unlock(&c->send_lock);
   if (v != small) free(v);
   if (e) conn_kill(c, e == EPIPE ? ECONNRESET : e);
@@ -331,7 +409,7 @@ static int finish(rio_conn *c, rio_req *r, long long ms) {
 
 /* A small frame of the handshake (before the receiver runs): send, then read the reply's
  * body after its status block into out (exactly n bytes). */
-static int handshake_call(int fd, unsigned type, const uint8_t *body, size_t blen, uint8_t *out, size_t n,
+static int handshake_call(rio_link *fd, unsigned type, const uint8_t *body, size_t blen, uint8_t *out, size_t n,
                           long long ms) {
   uint8_t hb[RIO_HDR_SIZE], sb[RIO_STATUS];
   rio_hdr h = {RIO_VERSION, (uint16_t)type, 0, (uint32_t)blen, next_id()};
@@ -356,7 +434,7 @@ static int authenticate(rio_conn *c, const uint8_t *secret, size_t slen) {
   uint8_t b[64], rep[SMALL_REPLY], mac[RIO_MAC];
   if (rio_random(m.nonce, sizeof m.nonce)) return EIO;
   size_t n = rio_encode_hello(b, sizeof b, &m);
-  int e = handshake_call(c->fd, RIO_T_HELLO, b, n, rep, 40, c->timeout_ms);
+  int e = handshake_call(&c->link, RIO_T_HELLO, b, n, rep, 40, c->timeout_ms);
   if (e) return e;
   rio_rd rd = rio_rd_init(rep, 40);
   c->version = rio_get_u16(&rd);
@@ -367,7 +445,7 @@ static int authenticate(rio_conn *c, const uint8_t *secret, size_t slen) {
   uint8_t ch[RIO_NONCE];
   memcpy(ch, challenge, sizeof ch);
   if (rio_auth_mac(secret, slen, 0, ch, m.nonce, mac)) return EIO;
-  e = handshake_call(c->fd, RIO_T_AUTH, mac, sizeof mac, rep, RIO_MAC + 24, c->timeout_ms);
+  e = handshake_call(&c->link, RIO_T_AUTH, mac, sizeof mac, rep, RIO_MAC + 24, c->timeout_ms);
   if (e) return e;
   rd = rio_rd_init(rep, RIO_MAC + 24);
   const uint8_t *smac = rio_get_bytes(&rd, RIO_MAC);
@@ -411,9 +489,60 @@ static int dial(const char *host, const char *port, long long ms, int *out) {
   return e;
 }
 
+/* TLS over the connected socket: TLS 1.2 or later, the server's certificate verified against
+ * ca (or the system's store) and checked to name host (an address as an IP SAN, a name as a
+ * DNS name), the handshake within ms. */
+static int tls_start(rio_link *l, const char *host, const char *ca, long long ms) {
+  SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+  if (!ctx) return ENOMEM;
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+  if (!(*ca ? SSL_CTX_load_verify_locations(ctx, ca, NULL) : SSL_CTX_set_default_verify_paths(ctx))) {
+    pario_log(1, "x-rio://%s: cannot load the TLS CA file %s", host, ca);
+    SSL_CTX_free(ctx);
+    return EACCES;
+  }
+  l->ssl = SSL_new(ctx);
+  SSL_CTX_free(ctx); /* the SSL object keeps its own reference */
+  if (!l->ssl) return ENOMEM;
+  SSL_set_mode(l->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_set_fd(l->ssl, l->fd);
+  if (!X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(l->ssl), host)) {
+    SSL_set_tlsext_host_name(l->ssl, host);
+    SSL_set1_host(l->ssl, host);
+  }
+  for (;;) {
+    nopipe np;
+    nopipe_begin(&np);
+    ERR_clear_error();
+    int r = SSL_connect(l->ssl);
+    int err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(l->ssl, r);
+    nopipe_end(&np);
+    if (r == 1) return 0;
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+      int e = wait_fd(l->fd, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, ms);
+      if (e) return e;
+      continue;
+    }
+    long v = SSL_get_verify_result(l->ssl);
+    pario_log(1, "x-rio://%s: TLS handshake failed: %s", host,
+              v != X509_V_OK ? X509_verify_cert_error_string(v) : ERR_reason_error_string(ERR_peek_error()));
+    return v != X509_V_OK ? EACCES : ECONNRESET; /* a certificate refused: access denied */
+  }
+}
+
+static void link_close(rio_link *l) {
+  if (l->ssl) SSL_free(l->ssl);
+  l->ssl = NULL;
+  close(l->fd);
+  pthread_mutex_destroy(&l->lock);
+}
+
 /* Settings of one handle (or one DELETE): where, with which secret, how patient. */
 typedef struct rio_where {
   char host[256], port[16], secret_file[512];
+  int tls;            /* pario_rio_tls */
+  char tls_ca[512];   /* pario_rio_tls_ca: "" for the system's CA store */
   const char *path; /* relative to the server's root */
   uint8_t secret[RIO_MAX_SECRET];
   size_t slen;
@@ -426,7 +555,7 @@ static int conn_get(const rio_where *w, rio_conn **out) {
   for (rio_conn *c = cache; c; c = c->next) {
     pthread_mutex_lock(&c->lock);
     int ok = !c->dead && !strcmp(c->host, w->host) && !strcmp(c->port, w->port) &&
-             !strcmp(c->secret_file, w->secret_file);
+             !strcmp(c->secret_file, w->secret_file) && c->tls == w->tls && !strcmp(c->tls_ca, w->tls_ca);
     if (ok) c->refs++;
     pthread_mutex_unlock(&c->lock);
     if (ok) {
@@ -436,14 +565,18 @@ static int conn_get(const rio_where *w, rio_conn **out) {
     }
   }
   rio_conn *c = calloc(1, sizeof *c);
-  int e = c ? dial(w->host, w->port, w->timeout_ms, &c->fd) : ENOMEM;
+  int e = c ? dial(w->host, w->port, w->timeout_ms, &c->link.fd) : ENOMEM;
   if (!e) {
+    pthread_mutex_init(&c->link.lock, NULL);
     snprintf(c->host, sizeof c->host, "%s", w->host);
     snprintf(c->port, sizeof c->port, "%s", w->port);
     snprintf(c->secret_file, sizeof c->secret_file, "%s", w->secret_file);
+    snprintf(c->tls_ca, sizeof c->tls_ca, "%s", w->tls_ca);
+    c->tls = w->tls;
     c->timeout_ms = w->timeout_ms;
-    e = authenticate(c, w->secret, w->slen);
-    if (e) close(c->fd);
+    e = w->tls ? tls_start(&c->link, w->host, w->tls_ca, w->timeout_ms) : 0;
+    if (!e) e = authenticate(c, w->secret, w->slen);
+    if (e) link_close(&c->link);
   }
   if (!e) {
     pthread_mutex_init(&c->lock, NULL);
@@ -461,7 +594,7 @@ static int conn_get(const rio_where *w, rio_conn **out) {
     e = pthread_create(&tid, &ta, receiver, c);
     pthread_attr_destroy(&ta);
     if (e) {
-      close(c->fd);
+      link_close(&c->link);
       pthread_mutex_destroy(&c->lock);
       pthread_mutex_destroy(&c->send_lock);
       pthread_cond_destroy(&c->cond);
@@ -523,6 +656,9 @@ static int configure(rio_where *w, const char *name, const pario_drv_args *a) {
   double s = t ? strtod(t, NULL) : 0;
   w->timeout_ms = s > 0 && s < 1e7 ? (long long)(s * 1000) : DEFAULT_TIMEOUT_MS;
   if (w->timeout_ms < 1) w->timeout_ms = 1;
+  const char *tls = setting(a, "pario_rio_tls", "PARIO_RIO_TLS"), *ca = setting(a, "pario_rio_tls_ca", "PARIO_RIO_TLS_CA");
+  w->tls = tls && (!strcmp(tls, "true") || !strcmp(tls, "enable") || !strcmp(tls, "1"));
+  snprintf(w->tls_ca, sizeof w->tls_ca, "%s", ca ? ca : "");
   const char *sf = setting(a, "pario_rio_secret_file", "PARIO_RIO_SECRET_FILE");
   if (!sf) {
     pario_log(1, "x-rio://%s: no secret file (hint pario_rio_secret_file or PARIO_RIO_SECRET_FILE)", name);
@@ -865,6 +1001,8 @@ void pario_rio_describe(void *handle, pario_rio_info *out) {
   memset(out, 0, sizeof *out);
   snprintf(out->server, sizeof out->server, strchr(h->w.host, ':') ? "[%s]:%s" : "%s:%s", h->w.host, h->w.port);
   snprintf(out->secret_file, sizeof out->secret_file, "%s", h->w.secret_file);
+  snprintf(out->tls_ca, sizeof out->tls_ca, "%s", h->w.tls_ca);
+  out->tls = h->w.tls;
   out->timeout_ms = h->w.timeout_ms;
   out->requests = __atomic_load_n(&h->nio, __ATOMIC_RELAXED);
   pthread_mutex_lock(&h->lock);

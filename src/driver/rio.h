@@ -13,6 +13,8 @@ typedef struct pario_rio_info {
   int version;            /* protocol version spoken (negotiated once connected) */
   char secret_file[512];  /* as given (hint or environment) */
   long long timeout_ms;
+  int tls;                /* inside TLS (pario_rio_tls) */
+  char tls_ca[512];       /* pario_rio_tls_ca as given */
   unsigned long long requests; /* READ and WRITE requests this handle sent */
   int connected;          /* the handle has reached the server */
 } pario_rio_info;

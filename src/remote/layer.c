@@ -1,6 +1,6 @@
 /* The driver-slot layer for files on a pario-server (x-rio://, driver/rio.c): through
  * MPI_File_get_info it reports the server, the protocol version, the secret file, the
- * timeout, the requests sent and whether this rank reached the server; at MPI_Finalize it
+ * timeout, TLS, the requests sent and whether this rank reached the server; at MPI_Finalize it
  * closes the driver's connections. No per-file state: the driver's handle is the state. */
 #include "core/file.h"
 #include "driver/rio.h"
@@ -24,6 +24,8 @@ static void hook_get_info(pario_file *f, void *state, MPI_Info info) {
   PMPI_Info_set(info, "pario_rio_secret_file", ri.secret_file);
   snprintf(t, sizeof t, "%g", (double)ri.timeout_ms / 1000.0);
   PMPI_Info_set(info, "pario_rio_timeout", t);
+  PMPI_Info_set(info, "pario_rio_tls", ri.tls ? "true" : "false");
+  if (ri.tls_ca[0]) PMPI_Info_set(info, "pario_rio_tls_ca", ri.tls_ca);
   /* This rank's READ and WRITE requests on the file so far (0 on a rank that never needed
    * the server), so a program can see how its accesses travel. */
   set_ll(info, "pario_rio_requests", (long long)ri.requests);

@@ -5,6 +5,7 @@
  *                  pario_rio_requests count), the bytes checked
  *   lazy URL       collective write with one aggregator: the other ranks never reach the server
  *   split URL      requests cut at the server's limits (server run with --max-request 1M)
+ *   inflight URL [N SIZE]  N blocking, then N nonblocking writes in flight: times printed
  *   gen NAME       a fixed mix of contiguous, noncontiguous, collective, nonblocking and
  *                  shared-pointer writes, for comparing a server's file with a local one
  *   fault URL DIR  collective writes until the server (stopped or killed by fault.sh) fails
@@ -319,6 +320,39 @@ static void split(const char *url) {
   free(r);
 }
 
+/* N writes of SIZE bytes, blocking one after the other, then nonblocking all at once (in
+ * flight together up to pario_io_threads); the times are printed (docs/remote.md, measured
+ * against pario-server --emulate net_latency=...), the bytes of both checked. */
+static void inflight(const char *url, int n, int size) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/inflight.%d.%d", url, (int)getpid(), rank);
+  MPI_File fh;
+  int rc = MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &fh);
+  CHECK(rc == MPI_SUCCESS, "open: %s", err_text(rc));
+  if (rc != MPI_SUCCESS) return;
+  unsigned char *buf = malloc((size_t)n * size), *r = malloc((size_t)n * size);
+  MPI_Request *req = malloc(sizeof *req * (size_t)n);
+  MPI_Status *st = malloc(sizeof *st * (size_t)n);
+  double t[3];
+  for (int pass = 0; pass < 2; pass++) {
+    for (long i = 0; i < (long)n * size; i++) buf[i] = (unsigned char)(i * 7 + pass + 1);
+    MPI_File_write_at(fh, 0, buf, 1, MPI_BYTE, MPI_STATUS_IGNORE); /* connected before timing */
+    t[pass] = MPI_Wtime();
+    for (int i = 0; i < n; i++) {
+      MPI_Offset off = (MPI_Offset)i * size;
+      if (pass == 0) MPI_File_write_at(fh, off, buf + off, size, MPI_BYTE, MPI_STATUS_IGNORE);
+      else MPI_File_iwrite_at(fh, off, buf + off, size, MPI_BYTE, &req[i]);
+    }
+    if (pass == 1) MPI_Waitall(n, req, st);
+    t[pass] = MPI_Wtime() - t[pass];
+    MPI_File_read_at(fh, 0, r, n * size, MPI_BYTE, MPI_STATUS_IGNORE);
+    CHECK(!memcmp(r, buf, (size_t)n * size), "%s writes read back", pass ? "nonblocking" : "blocking");
+  }
+  printf("inflight: rank %d, %d writes of %d B: blocking %.3f s, nonblocking %.3f s\n", rank, n, size, t[0], t[1]);
+  MPI_File_close(&fh);
+  free(buf), free(r), free(req), free(st);
+}
+
 static int exists(const char *p) { return access(p, F_OK) == 0; }
 
 static void fault(const char *url, const char *dir) {
@@ -388,7 +422,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "lazy")) lazy(argv[2]);
   else if (!strcmp(mode, "gen")) gen(argv[2]);
   else if (!strcmp(mode, "split")) split(argv[2]);
+  else if (!strcmp(mode, "inflight")) inflight(argv[2], argc > 3 ? atoi(argv[3]) : 64, argc > 4 ? atoi(argv[4]) : 65536);
   else if (!strcmp(mode, "fault") && argc > 3) fault(argv[2], argv[3]);
-  else CHECK(0, "usage: rio basic|noncontig|lazy|gen|split|fault URL [DIR]");
+  else CHECK(0, "usage: rio basic|noncontig|lazy|gen|split|inflight|fault URL [DIR]");
   return finish("rio");
 }

@@ -3,6 +3,7 @@
  *                  host and file, MPI_File_delete
  *   noncontig URL  an HPIO-like write and read of 32 B regions: one request per window (the
  *                  pario_rio_requests count), the bytes checked
+ *   hpio URL       only that write (count.sh checks the server's count of WRITE requests)
  *   lazy URL       collective write with one aggregator: the other ranks never reach the server
  *   split URL      requests cut at the server's limits (server run with --max-request 1M)
  *   inflight URL [N SIZE]  N blocking, then N nonblocking writes in flight: times printed
@@ -184,6 +185,36 @@ static void noncontig(const char *url) {
   free(w);
   free(r);
   free(all);
+}
+
+/* Only the HPIO-like write of noncontig: the server's own count of WRITE requests is then
+ * checked by count.sh (one per window and rank). */
+static void hpio(const char *url) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/hpio.%d", url, (int)getpid());
+  MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "ind_wr_buffer_size", "65536");
+  MPI_File fh;
+  int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);
+  CHECK(rc == MPI_SUCCESS, "open: %s", err_text(rc));
+  if (rc != MPI_SUCCESS) return;
+  MPI_Datatype ft;
+  MPI_Type_create_hvector(REGIONS, REG, (MPI_Aint)np * 2 * REG, MPI_BYTE, &ft);
+  MPI_Type_commit(&ft);
+  MPI_File_set_view(fh, (MPI_Offset)rank * 2 * REG, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+  long n = (long)REG * REGIONS;
+  unsigned char *w = malloc((size_t)n);
+  memset(w, 'a' + rank, (size_t)n);
+  rc = MPI_File_write(fh, w, (int)n, MPI_BYTE, MPI_STATUS_IGNORE);
+  CHECK(rc == MPI_SUCCESS, "noncontiguous write: %s", err_text(rc));
+  if (rank == 0) printf("hpio: %d ranks, %d pieces of %d B each, %ld windows of %d B each\n", np, REGIONS, REG,
+                        (n + WINDOW - 1) / WINDOW, WINDOW);
+  MPI_File_close(&fh);
+  MPI_Type_free(&ft);
+  MPI_Info_free(&info);
+  free(w);
 }
 
 static void lazy(const char *url) {
@@ -420,10 +451,11 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "basic")) basic(argv[2]);
   else if (!strcmp(mode, "noncontig")) noncontig(argv[2]);
   else if (!strcmp(mode, "lazy")) lazy(argv[2]);
+  else if (!strcmp(mode, "hpio")) hpio(argv[2]);
   else if (!strcmp(mode, "gen")) gen(argv[2]);
   else if (!strcmp(mode, "split")) split(argv[2]);
   else if (!strcmp(mode, "inflight")) inflight(argv[2], argc > 3 ? atoi(argv[3]) : 64, argc > 4 ? atoi(argv[4]) : 65536);
   else if (!strcmp(mode, "fault") && argc > 3) fault(argv[2], argv[3]);
-  else CHECK(0, "usage: rio basic|noncontig|lazy|gen|split|inflight|fault URL [DIR]");
+  else CHECK(0, "usage: rio basic|noncontig|hpio|lazy|gen|split|inflight|fault URL [DIR]");
   return finish("rio");
 }

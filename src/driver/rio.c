@@ -1,9 +1,9 @@
-/* x-rio:// driver: files on a pario-server (src/rio/PROTOCOL.md), through a process-wide
- * cache of authenticated TCP connections keyed by host, port and secret file. One connection
- * carries any number of requests in flight from any number of threads: senders take turns
- * under a send lock, one receiver thread per connection hands each reply to its waiter by id.
- * Every wait has a deadline (no progress for the timeout); a dead connection fails all its
- * waiters at once, and the next handle to need the server connects again. */
+/* x-rio:// driver: files on a pario-server (src/rio/PROTOCOL.md; design in docs/remote.md),
+ * through a process-wide cache of authenticated TCP or TLS connections. One connection carries
+ * any number of requests in flight from any number of threads: senders take turns under a
+ * send lock, one receiver thread per connection hands each reply to its waiter by id. Every
+ * wait has a deadline (no progress for the timeout); a dead connection fails all its waiters
+ * at once, and the next handle to need the server connects again. */
 #include "core/common.h"
 #include "driver/rio.h"
 #include "rio/proto.h"

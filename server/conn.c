@@ -93,10 +93,12 @@ int srv_reply(srv_conn *c, unsigned type, uint64_t id, int status, const void *b
   rio_wr w = rio_wr_init(head + RIO_HDR_SIZE, RIO_STATUS);
   rio_put_status(&w, status);
   pthread_mutex_lock(&c->send_mu);
+  uint64_t t0 = srv_now_ns();
   int r = c->dead ? -1 : c->io->send(c, head, sizeof head);
   if (r == 0 && n) r = c->io->send(c, body, n);
   if (r != 0) c->dead = 1;
   pthread_mutex_unlock(&c->send_mu);
+  srv_trace_span("net", "send", srv_type_name(type), t0, sizeof head + n, 0, id);
   return r;
 }
 
@@ -202,14 +204,14 @@ static int next_header(srv_conn *c, uint8_t hb[RIO_HDR_SIZE]) {
   return c->io->recv(c, hb + 1, RIO_HDR_SIZE - 1, srv_now_ns() + FRAME_TIMEOUT_NS) ? -1 : 0;
 }
 
-static const char *type_name(unsigned t) {
+const char *srv_type_name(unsigned t) {
   static const char *n[] = {"?", "HELLO", "AUTH", "PING", "OPEN", "CLOSE", "DELETE", "STAT", "SET_SIZE",
                             "PREALLOCATE", "SYNC", "READ", "WRITE", "LOCK", "COUNTER", "ERROR"};
   return t <= RIO_T_MAX ? n[t] : "unknown";
 }
 
 /* A WRITE: the io header and segments in memory, the data streamed by srv_handle_write. */
-static int read_write_req(srv_conn *c, const rio_hdr *h) {
+static int read_write_req(srv_conn *c, const rio_hdr *h, uint64_t t0) {
   uint8_t ioh[RIO_IO_HDR];
   if (h->len < RIO_IO_HDR || c->io->recv(c, ioh, RIO_IO_HDR, srv_now_ns() + FRAME_TIMEOUT_NS)) return -1;
   rio_rd rd = rio_rd_init(ioh + 20, 4);
@@ -229,7 +231,9 @@ static int read_write_req(srv_conn *c, const rio_hdr *h) {
   int r = -1;
   rio_io_req io;
   size_t got;
-  if (c->io->recv(c, b + RIO_IO_HDR, hb - RIO_IO_HDR, srv_now_ns() + FRAME_TIMEOUT_NS) == 0) {
+  int got_segs = c->io->recv(c, b + RIO_IO_HDR, hb - RIO_IO_HDR, srv_now_ns() + FRAME_TIMEOUT_NS);
+  srv_trace_span("net", "recv", "WRITE", t0, RIO_HDR_SIZE + hb, 0, h->id);
+  if (got_segs == 0) {
     int e = rio_decode_io(b, hb, h->len, RIO_T_WRITE, srv->cfg.max_segments, &io, &got);
     if (e) proto_error(c, h->id, e, "WRITE: malformed segment list or data length");
     else r = srv_handle_write(c, h, b, hb, &io);
@@ -239,28 +243,30 @@ static int read_write_req(srv_conn *c, const rio_hdr *h) {
 }
 
 /* One request: check the header, read the body, dispatch. 0 to go on, -1 to end. */
-static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE]) {
+static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE], uint64_t t0) {
   rio_hdr h;
   if (rio_hdr_decode(hb, &h) != 0) return proto_error(c, 0, RIO_EPROTO, "bad magic or version"), -1;
   uint64_t lim = rio_request_limit(h.type, 1, srv->cfg.max_request);
   if (lim == 0) return proto_error(c, h.id, RIO_EPROTO, "unknown or unexpected request type"), -1;
   if (h.len > lim || h.len < rio_request_min(h.type)) {
     char why[128];
-    snprintf(why, sizeof why, "%s with a body of %u bytes (limits %u..%llu)", type_name(h.type), h.len,
+    snprintf(why, sizeof why, "%s with a body of %u bytes (limits %u..%llu)", srv_type_name(h.type), h.len,
              rio_request_min(h.type), (unsigned long long)lim);
     proto_error(c, h.id, h.len > lim ? RIO_ETOOBIG : RIO_EPROTO, why);
     return -1;
   }
-  if (h.type == RIO_T_WRITE && !srv->cfg.forward_to) return read_write_req(c, &h);
+  if (h.type == RIO_T_WRITE && !srv->cfg.forward_to) return read_write_req(c, &h, t0);
   srv_job *j = calloc(1, sizeof *j);
   uint8_t *body = malloc(h.len);
   if (!j || !body) {
     free(j), free(body);
     return proto_error(c, h.id, RIO_ENOMEM, "out of memory"), -1;
   }
-  if (c->io->recv(c, body, h.len, srv_now_ns() + FRAME_TIMEOUT_NS) != 0) {
+  int got = c->io->recv(c, body, h.len, srv_now_ns() + FRAME_TIMEOUT_NS);
+  srv_trace_span("net", "recv", srv_type_name(h.type), t0, RIO_HDR_SIZE + (uint64_t)h.len, 0, h.id);
+  if (got != 0) {
     srv_log(LOG_WARN, "conn %llu (%s): truncated %s frame; closing", (unsigned long long)c->serial, c->peer,
-            type_name(h.type));
+            srv_type_name(h.type));
     free(j), free(body);
     return -1;
   }
@@ -278,6 +284,9 @@ static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE]) {
 }
 
 void srv_conn_serve(srv_conn *c) {
+  char tn[16];
+  snprintf(tn, sizeof tn, "conn %llu", (unsigned long long)c->serial);
+  srv_trace_thread(tn);
   srv_log(LOG_DEBUG, "conn %llu (%s): connected", (unsigned long long)c->serial, c->peer);
   int ok = c->authed || authenticate(c) == 0; /* preset only by the fuzzer */
   pthread_mutex_lock(&srv->mu);
@@ -289,9 +298,10 @@ void srv_conn_serve(srv_conn *c) {
     uint8_t hb[RIO_HDR_SIZE];
     for (;;) {
       int r = next_header(c, hb);
+      uint64_t t0 = srv_now_ns();
       if (r < 0) srv_log(LOG_WARN, "conn %llu (%s): truncated frame header; closing", (unsigned long long)c->serial,
                          c->peer);
-      if (r != 0 || one_request(c, hb) != 0 || c->dead) break;
+      if (r != 0 || one_request(c, hb, t0) != 0 || c->dead) break;
     }
   }
   /* End: no new requests; wait for those in flight (parked locks are cancelled), close handles. */

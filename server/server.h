@@ -156,6 +156,17 @@ int srv_resolve_open(int rootfd, const char *path, uint32_t pathlen, int oflags,
 int srv_resolve_unlink(int rootfd, const char *path, uint32_t pathlen, const char **why);
 extern int srv_have_openat2; /* tests may force the fallback: 0 */
 
+/* trace.c: server-side tracing (--trace DIR); the calls cost nothing when it is off. */
+int srv_trace_open(const char *dir, const char *shown, char *why, size_t whylen);
+void srv_trace_close(void);
+int srv_trace_enabled(void);
+void srv_trace_thread(const char *name); /* this thread's name in the trace */
+/* A span from t0 (CLOCK_MONOTONIC ns) to now: cat "net" or "storage", name e.g. "pwrite", or
+ * "recv" + type_name -> "recv WRITE"; flow the request id. */
+void srv_trace_span(const char *cat, const char *name, const char *type_name, uint64_t t0, uint64_t bytes,
+                    uint64_t offset, uint64_t flow);
+const char *srv_type_name(unsigned t);
+
 /* tls.c: optional TLS (--tls-cert/--tls-key). */
 int srv_tls_init(const char *cert, const char *key, char *why, size_t whylen);
 int srv_tls_accept(srv_conn *c); /* handshake; on success c->io speaks TLS. 0 or -1 */

@@ -218,6 +218,7 @@ static void accept_one(int lfd) {
   peer_name(&ss, sl, peer, sizeof peer);
   pthread_mutex_lock(&srv->mu);
   int full = srv->nconns >= srv->cfg.max_conns || srv->nunauth >= srv->cfg.max_unauth;
+  int nconns = srv->nconns, nunauth = srv->nunauth;
   pthread_mutex_unlock(&srv->mu);
   if (full) {
     /* A flood must not flood the log too: one line per second, with the count left out. */
@@ -225,7 +226,7 @@ static void accept_one(int lfd) {
     uint64_t now = srv_now_ns();
     if (now - last_log >= 1000000000ull) {
       srv_log(LOG_WARN, "connection from %s refused: too many connections (%d, %d authenticating; %llu more refused "
-              "since the last line)", peer, srv->nconns, srv->nunauth, (unsigned long long)quiet);
+              "since the last line)", peer, nconns, nunauth, (unsigned long long)quiet);
       last_log = now, quiet = 0;
     } else {
       quiet++;

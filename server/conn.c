@@ -17,6 +17,7 @@
 #define AUTH_TIMEOUT_NS (10ull * 1000000000ull)
 #define FRAME_TIMEOUT_NS (60ull * 1000000000ull) /* a frame that has begun must keep moving */
 #define MAX_INFLIGHT 64                           /* per connection: bounds the queued bodies */
+#define QUEUE_BUDGET (16ull << 20)                /* ... and their bytes */
 
 uint64_t srv_now_ns(void) {
   struct timespec ts;
@@ -83,6 +84,14 @@ void srv_conn_free(srv_conn *c) {
   pthread_mutex_destroy(&c->mu);
   pthread_cond_destroy(&c->cv);
   free(c);
+}
+
+void srv_conn_release(srv_conn *c, uint64_t n) {
+  pthread_mutex_lock(&c->mu);
+  c->inflight--;
+  c->queued_bytes -= n;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
 }
 
 /* ---- replies ---------------------------------------------------------------------------------- */
@@ -256,18 +265,25 @@ static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE], uint64_t t0)
     return -1;
   }
   if (h.type == RIO_T_WRITE && !srv->cfg.forward_to) return read_write_req(c, &h, t0);
+  /* Bounded per connection: at most MAX_INFLIGHT requests and QUEUE_BUDGET bytes of their
+   * bodies (a forwarder keeps WRITE data too: twice max_request) wait or run at once. */
+  uint64_t budget = srv->cfg.forward_to ? 2 * srv->cfg.max_request : QUEUE_BUDGET;
+  pthread_mutex_lock(&c->mu);
+  while ((c->inflight >= MAX_INFLIGHT || (c->queued_bytes && c->queued_bytes + h.len > budget)) && !c->dead)
+    pthread_cond_wait(&c->cv, &c->mu);
+  c->inflight++;
+  c->queued_bytes += h.len;
+  pthread_mutex_unlock(&c->mu);
   srv_job *j = calloc(1, sizeof *j);
   uint8_t *body = malloc(h.len);
-  if (!j || !body) {
-    free(j), free(body);
-    return proto_error(c, h.id, RIO_ENOMEM, "out of memory"), -1;
-  }
-  int got = c->io->recv(c, body, h.len, srv_now_ns() + FRAME_TIMEOUT_NS);
+  int got = j && body ? c->io->recv(c, body, h.len, srv_now_ns() + FRAME_TIMEOUT_NS) : -1;
   srv_trace_span("net", "recv", srv_type_name(h.type), t0, RIO_HDR_SIZE + (uint64_t)h.len, 0, h.id);
   if (got != 0) {
-    srv_log(LOG_WARN, "conn %llu (%s): truncated %s frame; closing", (unsigned long long)c->serial, c->peer,
-            srv_type_name(h.type));
+    if (!j || !body) proto_error(c, h.id, RIO_ENOMEM, "out of memory");
+    else srv_log(LOG_WARN, "conn %llu (%s): truncated %s frame; closing", (unsigned long long)c->serial, c->peer,
+                 srv_type_name(h.type));
     free(j), free(body);
+    srv_conn_release(c, h.len);
     return -1;
   }
   if (srv->cfg.forward_to) {
@@ -275,10 +291,6 @@ static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE], uint64_t t0)
     return srv_forward_request(c, &h, body, h.len);
   }
   j->c = c, j->h = h, j->body = body, j->n = h.len;
-  pthread_mutex_lock(&c->mu);
-  while (c->inflight >= MAX_INFLIGHT && !c->dead) pthread_cond_wait(&c->cv, &c->mu);
-  c->inflight++;
-  pthread_mutex_unlock(&c->mu);
   srv_pool_submit(j);
   return 0;
 }

@@ -96,13 +96,11 @@ void srv_conn_close_all(srv_conn *c) {
 
 void srv_job_done(srv_job *j) {
   srv_conn *c = j->c;
+  uint64_t n = j->n;
   if (j->hd) srv_handle_put(c, j->hd);
   free(j->body);
   free(j);
-  pthread_mutex_lock(&c->mu);
-  c->inflight--;
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
+  srv_conn_release(c, n);
 }
 
 /* ---- helpers ----------------------------------------------------------------------------------- */

@@ -71,6 +71,7 @@ struct srv_conn {
   srv_handle **handles;    /* slots; a handle never moves while a request holds it */
   uint32_t nhandles, cap_handles, next_gen;
   int inflight;            /* jobs queued or running, parked locks included */
+  uint64_t queued_bytes;   /* their bodies' bytes (bounded per connection) */
   int dead;                /* a send failed or shutdown: stop */
   int authed;
   uint64_t serial;         /* connection number for log lines */
@@ -107,6 +108,7 @@ uint64_t srv_now_ns(void);
 srv_conn *srv_conn_new(int fd, const srv_io *io, const char *peer);
 void srv_conn_serve(srv_conn *c);
 void srv_conn_free(srv_conn *c);
+void srv_conn_release(srv_conn *c, uint64_t body_bytes); /* a request in flight ended */
 /* Reply helpers (send_mu taken inside). */
 int srv_reply(srv_conn *c, unsigned type, uint64_t id, int status, const void *body, size_t n);
 int srv_reply_error(srv_conn *c, uint64_t id, int status, const char *msg);
@@ -175,7 +177,8 @@ void srv_tls_free(srv_conn *c);
 /* forward.c: the forwarder (--forward-to). */
 int srv_forward_start(void);
 void srv_forward_stop(void);
-int srv_forward_request(srv_conn *c, const rio_hdr *h, uint8_t *body, size_t n); /* takes body; -1 ends c */
+/* Takes body and the in-flight slot one_request counted for it; -1 ends c. */
+int srv_forward_request(srv_conn *c, const rio_hdr *h, uint8_t *body, size_t n);
 void srv_forward_end(srv_conn *c);
 void srv_forward_free(srv_conn *c);
 

@@ -12,7 +12,7 @@ mkdir "$work/root" "$work/trace"
 "$server" --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/secret" --trace "$work/trace" \
   >"$work/out" 2>"$work/log" &
 pid=$!
-for _ in $(seq 200); do [ -s "$work/out" ] && break; sleep 0.05; done
+for _ in $(seq 200); do grep -q ':[0-9]*$' "$work/out" 2>/dev/null && break; sleep 0.05; done
 addr=$(head -1 "$work/out")
 "$load" "$addr" "$work/secret" --clients 2 --steps 20 --piece 5000
 sleep 0.3 # a few counter samples

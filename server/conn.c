@@ -103,9 +103,9 @@ int srv_reply(srv_conn *c, unsigned type, uint64_t id, int status, const void *b
   rio_put_status(&w, status);
   pthread_mutex_lock(&c->send_mu);
   uint64_t t0 = srv_now_ns();
-  int r = c->dead ? -1 : c->io->send(c, head, sizeof head);
+  int r = srv_dead(c) ? -1 : c->io->send(c, head, sizeof head);
   if (r == 0 && n) r = c->io->send(c, body, n);
-  if (r != 0) c->dead = 1;
+  if (r != 0) srv_set_dead(c);
   pthread_mutex_unlock(&c->send_mu);
   srv_trace_span("net", "send", srv_type_name(type), t0, sizeof head + n, 0, id);
   return r;
@@ -200,7 +200,7 @@ static int next_header(srv_conn *c, uint8_t hb[RIO_HDR_SIZE]) {
     uint64_t idle = (uint64_t)srv->cfg.idle_timeout * 1000000000ull;
     int r = c->io->recv(c, hb, 1, idle ? srv_now_ns() + idle : 0);
     if (r == 0) break;
-    if (errno != ETIMEDOUT || srv->stopping || c->dead) return 1;
+    if (errno != ETIMEDOUT || __atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE) || srv_dead(c)) return 1;
     pthread_mutex_lock(&c->mu);
     int busy = c->inflight > 0;
     pthread_mutex_unlock(&c->mu);
@@ -269,7 +269,7 @@ static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE], uint64_t t0)
    * bodies (a forwarder keeps WRITE data too: twice max_request) wait or run at once. */
   uint64_t budget = srv->cfg.forward_to ? 2 * srv->cfg.max_request : QUEUE_BUDGET;
   pthread_mutex_lock(&c->mu);
-  while ((c->inflight >= MAX_INFLIGHT || (c->queued_bytes && c->queued_bytes + h.len > budget)) && !c->dead)
+  while ((c->inflight >= MAX_INFLIGHT || (c->queued_bytes && c->queued_bytes + h.len > budget)) && !srv_dead(c))
     pthread_cond_wait(&c->cv, &c->mu);
   c->inflight++;
   c->queued_bytes += h.len;
@@ -313,12 +313,12 @@ void srv_conn_serve(srv_conn *c) {
       uint64_t t0 = srv_now_ns();
       if (r < 0) srv_log(LOG_WARN, "conn %llu (%s): truncated frame header; closing", (unsigned long long)c->serial,
                          c->peer);
-      if (r != 0 || one_request(c, hb, t0) != 0 || c->dead) break;
+      if (r != 0 || one_request(c, hb, t0) != 0 || srv_dead(c)) break;
     }
   }
   /* End: no new requests; wait for those in flight (parked locks are cancelled), close handles. */
   pthread_mutex_lock(&c->mu);
-  c->dead = 1;
+  srv_set_dead(c);
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
   srv_lock_cancel(c, NULL);

@@ -170,9 +170,9 @@ static void to_client(srv_conn *c, unsigned type, uint64_t id, const void *body,
   rio_hdr h = {RIO_VERSION, (uint16_t)(type | RIO_REPLY), 0, (uint32_t)n, id};
   rio_hdr_encode(hb, &h);
   pthread_mutex_lock(&c->send_mu);
-  int r = c->dead ? -1 : c->io->send(c, hb, sizeof hb);
+  int r = srv_dead(c) ? -1 : c->io->send(c, hb, sizeof hb);
   if (r == 0 && n) r = c->io->send(c, body, n);
-  if (r) c->dead = 1;
+  if (r) srv_set_dead(c);
   pthread_mutex_unlock(&c->send_mu);
 }
 
@@ -442,7 +442,7 @@ static void group_add(srv_conn *c, uint64_t id, uint8_t *body, size_t n, size_t 
 /* Groups that waited too long go upstream part by part. */
 static void *timer_main(void *arg) {
   (void)arg;
-  while (!up.stop) {
+  while (!__atomic_load_n(&up.stop, __ATOMIC_ACQUIRE)) {
     usleep(20000);
     uint64_t now = srv_now_ns();
     pthread_mutex_lock(&g_mu);
@@ -532,7 +532,7 @@ static void *reader_main(void *arg) {
     else srv_log(LOG_WARN, "forward: a reply for no request (id %llu) from upstream", (unsigned long long)h.id);
     free(body);
   }
-  if (!up.stop) srv_log(LOG_ERROR, "forward: the upstream server closed the connection; requests fail with EIO");
+  if (!__atomic_load_n(&up.stop, __ATOMIC_ACQUIRE)) srv_log(LOG_ERROR, "forward: the upstream server closed the connection; requests fail with EIO");
   fail_all();
   return NULL;
 }
@@ -550,7 +550,7 @@ int srv_forward_start(void) {
 }
 
 void srv_forward_stop(void) {
-  up.stop = 1;
+  __atomic_store_n(&up.stop, 1, __ATOMIC_RELEASE);
   shutdown(up.fd, SHUT_RDWR);
   pthread_join(up.reader, NULL);
   pthread_join(up.timer, NULL);

@@ -303,7 +303,7 @@ static void setup(srv_config *cfg) {
 
 /* Stop accepting, end every connection (their readers see the shutdown), wait up to 10 s. */
 static void shut_down(int lfd) {
-  srv->stopping = 1;
+  __atomic_store_n(&srv->stopping, 1, __ATOMIC_RELEASE);
   close(lfd);
   pthread_mutex_lock(&srv->mu);
   for (srv_conn *c = srv->conns; c; c = c->next) c->io->shutdown(c);

@@ -119,7 +119,7 @@ static int bad_body(srv_job *j, int e) {
             (unsigned long long)j->c->serial, j->c->peer, j->h.type);
     srv_reply_error(j->c, j->h.id, RIO_EPROTO, "malformed request body");
     pthread_mutex_lock(&j->c->mu);
-    j->c->dead = 1;
+    srv_set_dead(j->c);
     pthread_mutex_unlock(&j->c->mu);
     j->c->io->shutdown(j->c);
   } else {
@@ -343,11 +343,11 @@ static void do_read(srv_job *j) {
   srv_conn *c = j->c;
   pthread_mutex_lock(&c->send_mu);
   uint64_t t0 = srv_now_ns();
-  int r = c->dead ? -1 : c->io->send(c, head, sizeof head);
+  int r = srv_dead(c) ? -1 : c->io->send(c, head, sizeof head);
   if (r == 0) r = stream_read(j, &io, done, buf);
   srv_trace_span("net", "send", "READ", t0, sizeof head + done, 0, j->h.id);
   __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
-  if (r) c->dead = 1;
+  if (r) srv_set_dead(c);
   pthread_mutex_unlock(&c->send_mu);
   if (srv->cfg.emu.cache_none) (void)posix_fadvise(j->hd->fd, 0, 0, POSIX_FADV_DONTNEED);
   free(buf);

@@ -84,6 +84,10 @@ struct srv_conn {
   struct srv_conn *prev, *next;
 };
 
+/* c->dead is read without the connection's locks (the reader checks it between frames). */
+static inline int srv_dead(srv_conn *c) { return __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE); }
+static inline void srv_set_dead(srv_conn *c) { __atomic_store_n(&c->dead, 1, __ATOMIC_RELEASE); }
+
 /* ---- the server ---------------------------------------------------------------------------- */
 typedef struct srv_state {
   srv_config cfg;
@@ -91,7 +95,7 @@ typedef struct srv_state {
   uint8_t secret[RIO_MAX_SECRET];
   size_t secret_len;
   uint64_t server_id;
-  volatile int stopping;
+  int stopping; /* atomic */
   pthread_mutex_t mu; /* connection list and counts */
   pthread_cond_t cv;
   srv_conn *conns;

@@ -30,7 +30,7 @@ static ev *buf;
 static size_t nev;
 static FILE *out;
 static pthread_t sampler;
-static volatile int sampler_stop;
+static int sampler_stop;
 static int on;
 static __thread char thread_name[16];
 static __thread int thread_id;
@@ -112,7 +112,7 @@ static void *sample_main(void *arg) {
   (void)arg;
   long hz = sysconf(_SC_CLK_TCK);
   uint64_t last_t = srv_now_ns(), last_c = cpu_ticks();
-  while (!sampler_stop) {
+  while (!__atomic_load_n(&sampler_stop, __ATOMIC_ACQUIRE)) {
     usleep(100000);
     uint64_t t = srv_now_ns(), c = cpu_ticks();
     ev e;
@@ -146,7 +146,7 @@ int srv_trace_open(const char *dir, const char *shown, char *why, size_t whylen)
 
 void srv_trace_close(void) {
   if (!out) return;
-  sampler_stop = 1;
+  __atomic_store_n(&sampler_stop, 1, __ATOMIC_RELEASE);
   pthread_join(sampler, NULL);
   pthread_mutex_lock(&mu);
   flush_locked();

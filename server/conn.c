@@ -17,6 +17,7 @@
 #define AUTH_TIMEOUT_NS (10ull * 1000000000ull)
 #define FRAME_TIMEOUT_NS (60ull * 1000000000ull) /* a frame that has begun must keep moving */
 #define MAX_INFLIGHT 64                           /* per connection: bounds the queued bodies */
+#define QUEUE_BUDGET (16ull << 20)                /* ... and their bytes */
 
 uint64_t srv_now_ns(void) {
   struct timespec ts;
@@ -85,6 +86,14 @@ void srv_conn_free(srv_conn *c) {
   free(c);
 }
 
+void srv_conn_release(srv_conn *c, uint64_t n) {
+  pthread_mutex_lock(&c->mu);
+  c->inflight--;
+  c->queued_bytes -= n;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
 /* ---- replies ---------------------------------------------------------------------------------- */
 int srv_reply(srv_conn *c, unsigned type, uint64_t id, int status, const void *body, size_t n) {
   uint8_t head[RIO_HDR_SIZE + RIO_STATUS];
@@ -93,10 +102,12 @@ int srv_reply(srv_conn *c, unsigned type, uint64_t id, int status, const void *b
   rio_wr w = rio_wr_init(head + RIO_HDR_SIZE, RIO_STATUS);
   rio_put_status(&w, status);
   pthread_mutex_lock(&c->send_mu);
-  int r = c->dead ? -1 : c->io->send(c, head, sizeof head);
+  uint64_t t0 = srv_now_ns();
+  int r = srv_dead(c) ? -1 : c->io->send(c, head, sizeof head);
   if (r == 0 && n) r = c->io->send(c, body, n);
-  if (r != 0) c->dead = 1;
+  if (r != 0) srv_set_dead(c);
   pthread_mutex_unlock(&c->send_mu);
+  srv_trace_span("net", "send", srv_type_name(type), t0, sizeof head + n, 0, id);
   return r;
 }
 
@@ -189,7 +200,7 @@ static int next_header(srv_conn *c, uint8_t hb[RIO_HDR_SIZE]) {
     uint64_t idle = (uint64_t)srv->cfg.idle_timeout * 1000000000ull;
     int r = c->io->recv(c, hb, 1, idle ? srv_now_ns() + idle : 0);
     if (r == 0) break;
-    if (errno != ETIMEDOUT || srv->stopping || c->dead) return 1;
+    if (errno != ETIMEDOUT || __atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE) || srv_dead(c)) return 1;
     pthread_mutex_lock(&c->mu);
     int busy = c->inflight > 0;
     pthread_mutex_unlock(&c->mu);
@@ -202,14 +213,14 @@ static int next_header(srv_conn *c, uint8_t hb[RIO_HDR_SIZE]) {
   return c->io->recv(c, hb + 1, RIO_HDR_SIZE - 1, srv_now_ns() + FRAME_TIMEOUT_NS) ? -1 : 0;
 }
 
-static const char *type_name(unsigned t) {
+const char *srv_type_name(unsigned t) {
   static const char *n[] = {"?", "HELLO", "AUTH", "PING", "OPEN", "CLOSE", "DELETE", "STAT", "SET_SIZE",
                             "PREALLOCATE", "SYNC", "READ", "WRITE", "LOCK", "COUNTER", "ERROR"};
   return t <= RIO_T_MAX ? n[t] : "unknown";
 }
 
 /* A WRITE: the io header and segments in memory, the data streamed by srv_handle_write. */
-static int read_write_req(srv_conn *c, const rio_hdr *h) {
+static int read_write_req(srv_conn *c, const rio_hdr *h, uint64_t t0) {
   uint8_t ioh[RIO_IO_HDR];
   if (h->len < RIO_IO_HDR || c->io->recv(c, ioh, RIO_IO_HDR, srv_now_ns() + FRAME_TIMEOUT_NS)) return -1;
   rio_rd rd = rio_rd_init(ioh + 20, 4);
@@ -229,7 +240,9 @@ static int read_write_req(srv_conn *c, const rio_hdr *h) {
   int r = -1;
   rio_io_req io;
   size_t got;
-  if (c->io->recv(c, b + RIO_IO_HDR, hb - RIO_IO_HDR, srv_now_ns() + FRAME_TIMEOUT_NS) == 0) {
+  int got_segs = c->io->recv(c, b + RIO_IO_HDR, hb - RIO_IO_HDR, srv_now_ns() + FRAME_TIMEOUT_NS);
+  srv_trace_span("net", "recv", "WRITE", t0, RIO_HDR_SIZE + hb, 0, h->id);
+  if (got_segs == 0) {
     int e = rio_decode_io(b, hb, h->len, RIO_T_WRITE, srv->cfg.max_segments, &io, &got);
     if (e) proto_error(c, h->id, e, "WRITE: malformed segment list or data length");
     else r = srv_handle_write(c, h, b, hb, &io);
@@ -239,29 +252,38 @@ static int read_write_req(srv_conn *c, const rio_hdr *h) {
 }
 
 /* One request: check the header, read the body, dispatch. 0 to go on, -1 to end. */
-static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE]) {
+static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE], uint64_t t0) {
   rio_hdr h;
   if (rio_hdr_decode(hb, &h) != 0) return proto_error(c, 0, RIO_EPROTO, "bad magic or version"), -1;
   uint64_t lim = rio_request_limit(h.type, 1, srv->cfg.max_request);
   if (lim == 0) return proto_error(c, h.id, RIO_EPROTO, "unknown or unexpected request type"), -1;
   if (h.len > lim || h.len < rio_request_min(h.type)) {
     char why[128];
-    snprintf(why, sizeof why, "%s with a body of %u bytes (limits %u..%llu)", type_name(h.type), h.len,
+    snprintf(why, sizeof why, "%s with a body of %u bytes (limits %u..%llu)", srv_type_name(h.type), h.len,
              rio_request_min(h.type), (unsigned long long)lim);
     proto_error(c, h.id, h.len > lim ? RIO_ETOOBIG : RIO_EPROTO, why);
     return -1;
   }
-  if (h.type == RIO_T_WRITE && !srv->cfg.forward_to) return read_write_req(c, &h);
+  if (h.type == RIO_T_WRITE && !srv->cfg.forward_to) return read_write_req(c, &h, t0);
+  /* Bounded per connection: at most MAX_INFLIGHT requests and QUEUE_BUDGET bytes of their
+   * bodies (a forwarder keeps WRITE data too: twice max_request) wait or run at once. */
+  uint64_t budget = srv->cfg.forward_to ? 2 * srv->cfg.max_request : QUEUE_BUDGET;
+  pthread_mutex_lock(&c->mu);
+  while ((c->inflight >= MAX_INFLIGHT || (c->queued_bytes && c->queued_bytes + h.len > budget)) && !srv_dead(c))
+    pthread_cond_wait(&c->cv, &c->mu);
+  c->inflight++;
+  c->queued_bytes += h.len;
+  pthread_mutex_unlock(&c->mu);
   srv_job *j = calloc(1, sizeof *j);
   uint8_t *body = malloc(h.len);
-  if (!j || !body) {
+  int got = j && body ? c->io->recv(c, body, h.len, srv_now_ns() + FRAME_TIMEOUT_NS) : -1;
+  srv_trace_span("net", "recv", srv_type_name(h.type), t0, RIO_HDR_SIZE + (uint64_t)h.len, 0, h.id);
+  if (got != 0) {
+    if (!j || !body) proto_error(c, h.id, RIO_ENOMEM, "out of memory");
+    else srv_log(LOG_WARN, "conn %llu (%s): truncated %s frame; closing", (unsigned long long)c->serial, c->peer,
+                 srv_type_name(h.type));
     free(j), free(body);
-    return proto_error(c, h.id, RIO_ENOMEM, "out of memory"), -1;
-  }
-  if (c->io->recv(c, body, h.len, srv_now_ns() + FRAME_TIMEOUT_NS) != 0) {
-    srv_log(LOG_WARN, "conn %llu (%s): truncated %s frame; closing", (unsigned long long)c->serial, c->peer,
-            type_name(h.type));
-    free(j), free(body);
+    srv_conn_release(c, h.len);
     return -1;
   }
   if (srv->cfg.forward_to) {
@@ -269,15 +291,14 @@ static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE]) {
     return srv_forward_request(c, &h, body, h.len);
   }
   j->c = c, j->h = h, j->body = body, j->n = h.len;
-  pthread_mutex_lock(&c->mu);
-  while (c->inflight >= MAX_INFLIGHT && !c->dead) pthread_cond_wait(&c->cv, &c->mu);
-  c->inflight++;
-  pthread_mutex_unlock(&c->mu);
   srv_pool_submit(j);
   return 0;
 }
 
 void srv_conn_serve(srv_conn *c) {
+  char tn[16];
+  snprintf(tn, sizeof tn, "conn %llu", (unsigned long long)c->serial);
+  srv_trace_thread(tn);
   srv_log(LOG_DEBUG, "conn %llu (%s): connected", (unsigned long long)c->serial, c->peer);
   int ok = c->authed || authenticate(c) == 0; /* preset only by the fuzzer */
   pthread_mutex_lock(&srv->mu);
@@ -289,14 +310,15 @@ void srv_conn_serve(srv_conn *c) {
     uint8_t hb[RIO_HDR_SIZE];
     for (;;) {
       int r = next_header(c, hb);
+      uint64_t t0 = srv_now_ns();
       if (r < 0) srv_log(LOG_WARN, "conn %llu (%s): truncated frame header; closing", (unsigned long long)c->serial,
                          c->peer);
-      if (r != 0 || one_request(c, hb) != 0 || c->dead) break;
+      if (r != 0 || one_request(c, hb, t0) != 0 || srv_dead(c)) break;
     }
   }
   /* End: no new requests; wait for those in flight (parked locks are cancelled), close handles. */
   pthread_mutex_lock(&c->mu);
-  c->dead = 1;
+  srv_set_dead(c);
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
   srv_lock_cancel(c, NULL);

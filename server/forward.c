@@ -53,6 +53,7 @@ typedef struct group {
 
 typedef struct pending {
   uint64_t up_id, client_id;
+  size_t n;    /* the client's body bytes (released with the reply) */
   srv_conn *c; /* NULL: an internal request whose reply is dropped */
   unsigned type;
   char *open_path;
@@ -162,12 +163,6 @@ static int up_connect(const char *spec, char *why, size_t whylen) {
   return 0;
 }
 
-static void conn_release(srv_conn *c) {
-  pthread_mutex_lock(&c->mu);
-  c->inflight--;
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
-}
 
 /* Send a whole reply frame to a client (its status block inside body). */
 static void to_client(srv_conn *c, unsigned type, uint64_t id, const void *body, size_t n) {
@@ -175,9 +170,9 @@ static void to_client(srv_conn *c, unsigned type, uint64_t id, const void *body,
   rio_hdr h = {RIO_VERSION, (uint16_t)(type | RIO_REPLY), 0, (uint32_t)n, id};
   rio_hdr_encode(hb, &h);
   pthread_mutex_lock(&c->send_mu);
-  int r = c->dead ? -1 : c->io->send(c, hb, sizeof hb);
+  int r = srv_dead(c) ? -1 : c->io->send(c, hb, sizeof hb);
   if (r == 0 && n) r = c->io->send(c, body, n);
-  if (r) c->dead = 1;
+  if (r) srv_set_dead(c);
   pthread_mutex_unlock(&c->send_mu);
 }
 
@@ -247,7 +242,7 @@ static void group_free(group *g) {
 
 static void send_plain(srv_conn *c, uint64_t id, unsigned type, uint8_t *body, size_t n) {
   pending *p = calloc(1, sizeof *p);
-  if (p) p->c = c, p->client_id = id, p->type = type;
+  if (p) p->c = c, p->client_id = id, p->type = type, p->n = n;
   if (!p || up_request(p, type, body, n)) {
     if (p) {
       /* still in up.pend if the send failed: the reader fails it; otherwise free it here */
@@ -259,7 +254,7 @@ static void send_plain(srv_conn *c, uint64_t id, unsigned type, uint8_t *body, s
       free(p);
     }
     srv_reply_error(c, id, RIO_EIO, "forwarder: the upstream server is gone");
-    conn_release(c);
+    srv_conn_release(c, n);
   }
 }
 
@@ -406,7 +401,7 @@ static void group_reply(group *g, int status, const uint8_t *rest, size_t rn) {
         srv_reply_error(pt->c, pt->id, RIO_ENOMEM, "forwarder: out of memory");
       }
     }
-    conn_release(pt->c);
+    srv_conn_release(pt->c, pt->n);
   }
   group_free(g);
 }
@@ -447,7 +442,7 @@ static void group_add(srv_conn *c, uint64_t id, uint8_t *body, size_t n, size_t 
 /* Groups that waited too long go upstream part by part. */
 static void *timer_main(void *arg) {
   (void)arg;
-  while (!up.stop) {
+  while (!__atomic_load_n(&up.stop, __ATOMIC_ACQUIRE)) {
     usleep(20000);
     uint64_t now = srv_now_ns();
     pthread_mutex_lock(&g_mu);
@@ -493,7 +488,7 @@ static void deliver(pending *p, const rio_hdr *h, const uint8_t *body) {
     }
     if (status == RIO_OK && p->type == RIO_T_CLOSE) fwd_drop(p->c, p->close_handle);
     to_client(p->c, h->type & ~RIO_REPLY, p->client_id, body, h->len);
-    conn_release(p->c);
+    srv_conn_release(p->c, p->n);
   }
   free(p->open_path);
   free(p);
@@ -537,7 +532,7 @@ static void *reader_main(void *arg) {
     else srv_log(LOG_WARN, "forward: a reply for no request (id %llu) from upstream", (unsigned long long)h.id);
     free(body);
   }
-  if (!up.stop) srv_log(LOG_ERROR, "forward: the upstream server closed the connection; requests fail with EIO");
+  if (!__atomic_load_n(&up.stop, __ATOMIC_ACQUIRE)) srv_log(LOG_ERROR, "forward: the upstream server closed the connection; requests fail with EIO");
   fail_all();
   return NULL;
 }
@@ -555,7 +550,7 @@ int srv_forward_start(void) {
 }
 
 void srv_forward_stop(void) {
-  up.stop = 1;
+  __atomic_store_n(&up.stop, 1, __ATOMIC_RELEASE);
   shutdown(up.fd, SHUT_RDWR);
   pthread_join(up.reader, NULL);
   pthread_join(up.timer, NULL);
@@ -594,28 +589,28 @@ static int check_body(unsigned t, const uint8_t *b, size_t n, rio_io_req *io, si
 }
 
 int srv_forward_request(srv_conn *c, const rio_hdr *h, uint8_t *body, size_t n) {
-  if (!c->fwd && !(c->fwd = calloc(1, sizeof(fwd_conn)))) return free(body), -1;
+  if (!c->fwd && !(c->fwd = calloc(1, sizeof(fwd_conn)))) {
+    free(body);
+    srv_conn_release(c, n);
+    return -1;
+  }
   rio_io_req io;
   size_t hb = 0;
   char *path = NULL;
   int st = check_body(h->type, body, n, &io, &hb, &path);
-  if (st == RIO_EPROTO) {
-    srv_log(LOG_WARN, "conn %llu (%s): protocol error: malformed request body (type %u); closing",
-            (unsigned long long)c->serial, c->peer, h->type);
-    srv_reply_error(c, h->id, RIO_EPROTO, "malformed request body");
-    free(body);
-    return -1;
-  }
   if (st == RIO_OK && has_handle(h->type) && !fwd_path(c, rio_load_u64(body))) st = RIO_EBADF;
   if (st != RIO_OK) {
-    srv_reply(c, h->type, h->id, st, NULL, 0);
+    if (st == RIO_EPROTO) {
+      srv_log(LOG_WARN, "conn %llu (%s): protocol error: malformed request body (type %u); closing",
+              (unsigned long long)c->serial, c->peer, h->type);
+      srv_reply_error(c, h->id, RIO_EPROTO, "malformed request body");
+    } else {
+      srv_reply(c, h->type, h->id, st, NULL, 0);
+    }
     free(body), free(path);
-    return 0;
+    srv_conn_release(c, n);
+    return st == RIO_EPROTO ? -1 : 0;
   }
-  pthread_mutex_lock(&c->mu);
-  while (c->inflight >= 256 && !c->dead) pthread_cond_wait(&c->cv, &c->mu);
-  c->inflight++;
-  pthread_mutex_unlock(&c->mu);
   if ((h->type == RIO_T_READ || h->type == RIO_T_WRITE) && io.coll_id && io.coll_n >= 2 && io.coll_n <= MAX_PARTS) {
     group_add(c, h->id, body, n, hb, &io, h->type);
     return 0;
@@ -624,10 +619,10 @@ int srv_forward_request(srv_conn *c, const rio_hdr *h, uint8_t *body, size_t n) 
   if (!p) {
     free(body), free(path);
     srv_reply_error(c, h->id, RIO_ENOMEM, "forwarder: out of memory");
-    conn_release(c);
+    srv_conn_release(c, n);
     return 0;
   }
-  p->c = c, p->client_id = h->id, p->type = h->type, p->open_path = path;
+  p->c = c, p->client_id = h->id, p->type = h->type, p->open_path = path, p->n = n;
   if (h->type == RIO_T_CLOSE) p->close_handle = rio_load_u64(body);
   if (up_request(p, h->type, body, n)) {
     pthread_mutex_lock(&up.mu);
@@ -638,7 +633,7 @@ int srv_forward_request(srv_conn *c, const rio_hdr *h, uint8_t *body, size_t n) 
       free(p->open_path);
       free(p);
       srv_reply_error(c, h->id, RIO_EIO, "forwarder: the upstream server is gone");
-      conn_release(c);
+      srv_conn_release(c, n);
     }
   }
   free(body);

@@ -46,6 +46,8 @@ static void usage(FILE *f) {
           "  --tls-cert F, --tls-key F  TLS (1.2+) with this certificate chain and key (PEM)\n"
           "  --emulate SPEC        emulated link and storage: net_latency=100ms,net_bw=20MB/s,\n"
           "                        disk_bw=50MB/s,cache=none|os (docs/remote.md)\n"
+          "  --trace DIR           write DIR/server-<port>-<pid>.jsonl (pario trace format): network and\n"
+          "                        storage spans, cpu_pct and dirty_kb counters\n"
           "  --log-level L         error, warn, info (default) or debug; the log goes to stderr\n"
           "  --help, --version\n",
           RIO_MIN_SECRET);
@@ -82,12 +84,13 @@ static uint64_t parse_size(const char *opt, const char *v) {
 }
 
 static void parse_args(int argc, char **argv, srv_config *cfg) {
-  enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_FWD, O_CERT, O_KEY, O_HELP, O_VERSION };
+  enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_FWD, O_CERT, O_KEY, O_TRACE, O_HELP, O_VERSION };
   static const struct option opts[] = {
       {"root", 1, 0, O_ROOT},          {"listen", 1, 0, O_LISTEN},   {"secret-file", 1, 0, O_SECRET},
       {"threads", 1, 0, O_THREADS},    {"max-request", 1, 0, O_MAXREQ}, {"idle-timeout", 1, 0, O_IDLE},
       {"log-level", 1, 0, O_LOG},      {"max-conns", 1, 0, O_CONNS}, {"emulate", 1, 0, O_EMU},
-      {"forward-to", 1, 0, O_FWD},     {"tls-cert", 1, 0, O_CERT},   {"tls-key", 1, 0, O_KEY},     {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
+      {"forward-to", 1, 0, O_FWD},     {"tls-cert", 1, 0, O_CERT},   {"tls-key", 1, 0, O_KEY},
+      {"trace", 1, 0, O_TRACE},     {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
   cfg->threads = 4;
   cfg->max_request = RIO_DEFAULT_MAX_REQUEST;
   cfg->max_conns = 256;
@@ -100,6 +103,7 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
     case O_FWD: cfg->forward_to = optarg; break;
     case O_CERT: cfg->tls_cert = optarg; break;
     case O_KEY: cfg->tls_key = optarg; break;
+    case O_TRACE: cfg->trace_dir = optarg; break;
     case O_SECRET: cfg->secret_file = optarg; break;
     case O_THREADS: cfg->threads = (int)parse_int("--threads", optarg, 1, 256); break;
     case O_MAXREQ: cfg->max_request = parse_size("--max-request", optarg); break;
@@ -214,6 +218,7 @@ static void accept_one(int lfd) {
   peer_name(&ss, sl, peer, sizeof peer);
   pthread_mutex_lock(&srv->mu);
   int full = srv->nconns >= srv->cfg.max_conns || srv->nunauth >= srv->cfg.max_unauth;
+  int nconns = srv->nconns, nunauth = srv->nunauth;
   pthread_mutex_unlock(&srv->mu);
   if (full) {
     /* A flood must not flood the log too: one line per second, with the count left out. */
@@ -221,7 +226,7 @@ static void accept_one(int lfd) {
     uint64_t now = srv_now_ns();
     if (now - last_log >= 1000000000ull) {
       srv_log(LOG_WARN, "connection from %s refused: too many connections (%d, %d authenticating; %llu more refused "
-              "since the last line)", peer, srv->nconns, srv->nunauth, (unsigned long long)quiet);
+              "since the last line)", peer, nconns, nunauth, (unsigned long long)quiet);
       last_log = now, quiet = 0;
     } else {
       quiet++;
@@ -298,7 +303,7 @@ static void setup(srv_config *cfg) {
 
 /* Stop accepting, end every connection (their readers see the shutdown), wait up to 10 s. */
 static void shut_down(int lfd) {
-  srv->stopping = 1;
+  __atomic_store_n(&srv->stopping, 1, __ATOMIC_RELEASE);
   close(lfd);
   pthread_mutex_lock(&srv->mu);
   for (srv_conn *c = srv->conns; c; c = c->next) c->io->shutdown(c);
@@ -321,6 +326,7 @@ static void shut_down(int lfd) {
           (unsigned long long)all, (unsigned long long)srv_served[RIO_T_READ], (unsigned long long)srv_served[RIO_T_WRITE],
           (unsigned long long)(all - srv_served[RIO_T_READ] - srv_served[RIO_T_WRITE]),
           (unsigned long long)srv_bytes_read, (unsigned long long)srv_bytes_written);
+  srv_trace_close();
   srv_log(LOG_INFO, "stopped%s", left ? " (some connections did not end in 10 s)" : "");
 }
 
@@ -338,6 +344,11 @@ int main(int argc, char **argv) {
   int lfd = listen_on(srv->cfg.listen, shown, sizeof shown);
   if (sfd < 0 || srv_pool_start(srv->cfg.threads) || srv_lock_start()) {
     fprintf(stderr, "pario-server: cannot start threads: %s\n", strerror(errno));
+    return 1;
+  }
+  char why[300];
+  if (srv->cfg.trace_dir && srv_trace_open(srv->cfg.trace_dir, shown, why, sizeof why)) {
+    fprintf(stderr, "pario-server: %s\n", why);
     return 1;
   }
   if (srv->cfg.forward_to) {

@@ -96,13 +96,11 @@ void srv_conn_close_all(srv_conn *c) {
 
 void srv_job_done(srv_job *j) {
   srv_conn *c = j->c;
+  uint64_t n = j->n;
   if (j->hd) srv_handle_put(c, j->hd);
   free(j->body);
   free(j);
-  pthread_mutex_lock(&c->mu);
-  c->inflight--;
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
+  srv_conn_release(c, n);
 }
 
 /* ---- helpers ----------------------------------------------------------------------------------- */
@@ -121,7 +119,7 @@ static int bad_body(srv_job *j, int e) {
             (unsigned long long)j->c->serial, j->c->peer, j->h.type);
     srv_reply_error(j->c, j->h.id, RIO_EPROTO, "malformed request body");
     pthread_mutex_lock(&j->c->mu);
-    j->c->dead = 1;
+    srv_set_dead(j->c);
     pthread_mutex_unlock(&j->c->mu);
     j->c->io->shutdown(j->c);
   } else {
@@ -168,7 +166,9 @@ static void do_open(srv_job *j) {
   if (o.flags & RIO_O_TRUNC) fl |= O_TRUNC;
   if (o.flags & RIO_O_APPEND) fl |= O_APPEND;
   const char *why = NULL;
+  uint64_t t0 = srv_now_ns();
   int fd = srv_resolve_open(srv->rootfd, o.path, o.pathlen, fl, (mode_t)(o.perm & 07777), &why);
+  srv_trace_span("storage", "open", NULL, t0, 0, 0, j->h.id);
   if (fd < 0) {
     log_refusal(j->c, "open", o.path, o.pathlen, -fd, why);
     return (void)srv_reply(j->c, j->h.type, j->h.id, st_errno(-fd), NULL, 0);
@@ -239,7 +239,9 @@ static void do_preallocate(srv_job *j) {
   if (j->hd->acc == RIO_O_RDONLY) st = RIO_EBADF;
   else if (len > 0) {
     srv_emulate_disk(len);
+    uint64_t t0 = srv_now_ns();
     int r = posix_fallocate(j->hd->fd, (off_t)off, (off_t)len);
+    srv_trace_span("storage", "fallocate", NULL, t0, len, off, j->h.id);
     st = r ? st_errno(r) : RIO_OK;
   }
   srv_reply(j->c, j->h.type, j->h.id, st, NULL, 0);
@@ -250,7 +252,9 @@ static void do_sync(srv_job *j) {
   int e = rio_decode_handle(j->body, j->n, &h);
   if (e) return (void)bad_body(j, e);
   if (take_handle(j, h)) return;
+  uint64_t t0 = srv_now_ns();
   int st = fsync(j->hd->fd) ? st_errno(errno) : RIO_OK;
+  srv_trace_span("storage", "fsync", NULL, t0, 0, 0, j->h.id);
   srv_reply(j->c, j->h.type, j->h.id, st, NULL, 0);
 }
 
@@ -300,12 +304,14 @@ static int stream_read(srv_job *j, const rio_io_req *io, uint64_t done, uint8_t 
     while (len > 0) {
       size_t n = len < READ_CHUNK ? (size_t)len : READ_CHUNK, got = 0;
       srv_emulate_disk(n);
+      uint64_t t0 = srv_now_ns();
       while (got < n) {
         ssize_t r = pread(j->hd->fd, buf + got, n - got, (off_t)(off + got));
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) break;
         got += (size_t)r;
       }
+      srv_trace_span("storage", "pread", NULL, t0, got, off, j->h.id);
       memset(buf + got, 0, n - got);
       if (c->io->send(c, buf, n)) return -1;
       off += n, len -= n;
@@ -336,10 +342,12 @@ static void do_read(srv_job *j) {
   rio_put_u64(&w, done);
   srv_conn *c = j->c;
   pthread_mutex_lock(&c->send_mu);
-  int r = c->dead ? -1 : c->io->send(c, head, sizeof head);
+  uint64_t t0 = srv_now_ns();
+  int r = srv_dead(c) ? -1 : c->io->send(c, head, sizeof head);
   if (r == 0) r = stream_read(j, &io, done, buf);
+  srv_trace_span("net", "send", "READ", t0, sizeof head + done, 0, j->h.id);
   __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
-  if (r) c->dead = 1;
+  if (r) srv_set_dead(c);
   pthread_mutex_unlock(&c->send_mu);
   if (srv->cfg.emu.cache_none) (void)posix_fadvise(j->hd->fd, 0, 0, POSIX_FADV_DONTNEED);
   free(buf);
@@ -401,14 +409,19 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size
     rio_seg_at(io, i, &off, &len);
     while (len > 0) {
       size_t n = len < WRITE_CHUNK ? (size_t)len : WRITE_CHUNK;
-      if (c->io->recv(c, c->chunk, n, srv_now_ns() + 60000000000ull)) {
+      uint64_t t0 = srv_now_ns();
+      int got = c->io->recv(c, c->chunk, n, srv_now_ns() + 60000000000ull);
+      srv_trace_span("net", "recv", "WRITE data", t0, n, off, h->id);
+      if (got) {
         srv_log(LOG_WARN, "conn %llu (%s): truncated WRITE data; closing", (unsigned long long)c->serial, c->peer);
         if (hd) srv_handle_put(c, hd);
         return -1;
       }
       if (st == RIO_OK) { /* after an error the rest of the data is read and dropped */
         srv_emulate_disk(n);
+        uint64_t tw = srv_now_ns();
         int e = write_all(hd->fd, c->chunk, n, off);
+        srv_trace_span("storage", "pwrite", NULL, tw, n, off, h->id);
         if (e) st = st_errno(e);
         else done += n;
       }

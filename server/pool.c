@@ -1,6 +1,8 @@
 /* pario-server's worker pool: a FIFO of requests whose bodies are in memory, served by N
  * threads, so one connection can have many requests in flight and a slow one (a large READ,
  * a SYNC) does not hold up the others. With 0 threads a job runs in the caller (fuzzing). */
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "server.h"
@@ -12,7 +14,9 @@ static int stop, nthreads;
 static pthread_t *threads;
 
 static void *worker(void *arg) {
-  (void)arg;
+  char name[16];
+  snprintf(name, sizeof name, "worker %d", (int)(intptr_t)arg);
+  srv_trace_thread(name);
   pthread_mutex_lock(&mu);
   for (;;) {
     while (!head && !stop) pthread_cond_wait(&cv, &mu);
@@ -32,7 +36,7 @@ int srv_pool_start(int n) {
   threads = calloc((size_t)(n > 0 ? n : 1), sizeof *threads);
   if (!threads) return -1;
   for (nthreads = 0; nthreads < n; nthreads++)
-    if (pthread_create(&threads[nthreads], NULL, worker, NULL) != 0) return -1;
+    if (pthread_create(&threads[nthreads], NULL, worker, (void *)(intptr_t)nthreads) != 0) return -1;
   return 0;
 }
 

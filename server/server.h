@@ -71,6 +71,7 @@ struct srv_conn {
   srv_handle **handles;    /* slots; a handle never moves while a request holds it */
   uint32_t nhandles, cap_handles, next_gen;
   int inflight;            /* jobs queued or running, parked locks included */
+  uint64_t queued_bytes;   /* their bodies' bytes (bounded per connection) */
   int dead;                /* a send failed or shutdown: stop */
   int authed;
   uint64_t serial;         /* connection number for log lines */
@@ -83,6 +84,10 @@ struct srv_conn {
   struct srv_conn *prev, *next;
 };
 
+/* c->dead is read without the connection's locks (the reader checks it between frames). */
+static inline int srv_dead(srv_conn *c) { return __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE); }
+static inline void srv_set_dead(srv_conn *c) { __atomic_store_n(&c->dead, 1, __ATOMIC_RELEASE); }
+
 /* ---- the server ---------------------------------------------------------------------------- */
 typedef struct srv_state {
   srv_config cfg;
@@ -90,7 +95,7 @@ typedef struct srv_state {
   uint8_t secret[RIO_MAX_SECRET];
   size_t secret_len;
   uint64_t server_id;
-  volatile int stopping;
+  int stopping; /* atomic */
   pthread_mutex_t mu; /* connection list and counts */
   pthread_cond_t cv;
   srv_conn *conns;
@@ -107,6 +112,7 @@ uint64_t srv_now_ns(void);
 srv_conn *srv_conn_new(int fd, const srv_io *io, const char *peer);
 void srv_conn_serve(srv_conn *c);
 void srv_conn_free(srv_conn *c);
+void srv_conn_release(srv_conn *c, uint64_t body_bytes); /* a request in flight ended */
 /* Reply helpers (send_mu taken inside). */
 int srv_reply(srv_conn *c, unsigned type, uint64_t id, int status, const void *body, size_t n);
 int srv_reply_error(srv_conn *c, uint64_t id, int status, const char *msg);
@@ -156,6 +162,17 @@ int srv_resolve_open(int rootfd, const char *path, uint32_t pathlen, int oflags,
 int srv_resolve_unlink(int rootfd, const char *path, uint32_t pathlen, const char **why);
 extern int srv_have_openat2; /* tests may force the fallback: 0 */
 
+/* trace.c: server-side tracing (--trace DIR); the calls cost nothing when it is off. */
+int srv_trace_open(const char *dir, const char *shown, char *why, size_t whylen);
+void srv_trace_close(void);
+int srv_trace_enabled(void);
+void srv_trace_thread(const char *name); /* this thread's name in the trace */
+/* A span from t0 (CLOCK_MONOTONIC ns) to now: cat "net" or "storage", name e.g. "pwrite", or
+ * "recv" + type_name -> "recv WRITE"; flow the request id. */
+void srv_trace_span(const char *cat, const char *name, const char *type_name, uint64_t t0, uint64_t bytes,
+                    uint64_t offset, uint64_t flow);
+const char *srv_type_name(unsigned t);
+
 /* tls.c: optional TLS (--tls-cert/--tls-key). */
 int srv_tls_init(const char *cert, const char *key, char *why, size_t whylen);
 int srv_tls_accept(srv_conn *c); /* handshake; on success c->io speaks TLS. 0 or -1 */
@@ -164,7 +181,8 @@ void srv_tls_free(srv_conn *c);
 /* forward.c: the forwarder (--forward-to). */
 int srv_forward_start(void);
 void srv_forward_stop(void);
-int srv_forward_request(srv_conn *c, const rio_hdr *h, uint8_t *body, size_t n); /* takes body; -1 ends c */
+/* Takes body and the in-flight slot one_request counted for it; -1 ends c. */
+int srv_forward_request(srv_conn *c, const rio_hdr *h, uint8_t *body, size_t n);
 void srv_forward_end(srv_conn *c);
 void srv_forward_free(srv_conn *c);
 

@@ -17,10 +17,11 @@ mkdir -p "$work/root"
 start() {
   local name=$1
   shift
+  rm -f "$work/$name.out" # a previous run's address must not be read
   "$server" --listen 127.0.0.1:0 --secret-file "$work/secret" "$@" >"$work/$name.out" 2>"$work/$name.log" &
   echo $! >"$work/$name.pid"
   for _ in $(seq 200); do
-    [ -s "$work/$name.out" ] && break
+    grep -q ':[0-9]*$' "$work/$name.out" 2>/dev/null && break
     sleep 0.05
   done
   addr=$(head -1 "$work/$name.out")

@@ -91,6 +91,36 @@ static void test_passthrough(void) {
   rc_close_conn(&a);
 }
 
+/* A merged READ that the end of file cuts: each part gets its own bytes up to the end of file
+ * in its own segment order, then nothing, as from the server directly. */
+static void test_eof_merge(void) {
+  const uint64_t size = (uint64_t)NCLI * STEPS * PIECE;
+  rc_conn a, b;
+  uint64_t ha, hb;
+  CHECK(rc_connect(&a, &F, secret, slen) == 0 && rc_connect(&b, &F, secret, slen) == 0, "eof: connect");
+  CHECK(rc_open(&a, "coll.dat", RIO_O_RDONLY, 0, &ha, NULL) == 0 && rc_open(&b, "coll.dat", RIO_O_RDONLY, 0, &hb, NULL) == 0,
+        "eof: open");
+  /* a: [size-100, 50) then [0, 10): whole. b: [size-50, 100) cut after 50, then [10, 10): not sent. */
+  uint64_t ao[2] = {size - 100, 0}, al[2] = {50, 10}, bo[2] = {size - 50, 10}, bl[2] = {100, 10};
+  size_t an, bn;
+  uint8_t *abody = rc_io_body(ha, 777, 2, 2, ao, al, NULL, &an), *bbody = rc_io_body(hb, 777, 2, 2, bo, bl, NULL, &bn);
+  rc_send_frame(a.fd, RIO_T_READ, 1, abody, an);
+  rc_send_frame(b.fd, RIO_T_READ, 2, bbody, bn);
+  free(abody), free(bbody);
+  rio_hdr h;
+  uint8_t *ra = NULL, *rb = NULL;
+  int ok = rc_recv_frame(a.fd, &h, &ra, 10000) == 0 && h.id == 1 && h.len == 16 + 60 && rio_load_u64(ra + 8) == 60;
+  for (int i = 0; ok && i < 50; i++) ok = ra[16 + i] == byte_at(size - 100 + (uint64_t)i);
+  for (int i = 0; ok && i < 10; i++) ok = ra[16 + 50 + i] == byte_at((uint64_t)i);
+  CHECK(ok, "eof: part a gets both its segments in its order");
+  ok = rc_recv_frame(b.fd, &h, &rb, 10000) == 0 && h.id == 2 && h.len == 16 + 50 && rio_load_u64(rb + 8) == 50;
+  for (int i = 0; ok && i < 50; i++) ok = rb[16 + i] == byte_at(size - 50 + (uint64_t)i);
+  CHECK(ok, "eof: part b gets the 50 bytes up to the end of file, then nothing");
+  free(ra), free(rb);
+  rc_close_conn(&a);
+  rc_close_conn(&b);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return fprintf(stderr, "usage: %s PARIO_SERVER\n", argv[0]), 2;
   const char *extra[] = {"--threads", "2", NULL}, *fextra[] = {"--threads", "2", "--log-level", "debug", NULL};
@@ -118,11 +148,13 @@ int main(int argc, char **argv) {
   if (fd >= 0) close(fd);
   CHECK(rc_log_has(&F, "requests merged into one WRITE") == STEPS, "forwarder merged every collective WRITE");
   CHECK(rc_log_has(&F, "requests merged into one READ") == STEPS, "forwarder merged every collective READ");
+  test_eof_merge();
+  CHECK(rc_log_has(&F, "requests merged into one READ") == STEPS + 1, "the end-of-file READ was merged");
   CHECK(rc_server_stop(&F) == 0, "forwarder stops cleanly");
   CHECK(rc_server_stop(&S) == 0, "server stops cleanly");
   /* The server saw one WRITE per collective step (plus the 1 of the pass-through test). */
   char want[128];
-  snprintf(want, sizeof want, "(READ %d, WRITE %d,", STEPS + 1, STEPS + 1);
+  snprintf(want, sizeof want, "(READ %d, WRITE %d,", STEPS + 2, STEPS + 1);
   CHECK(rc_log_has(&S, want) == 1, "server served %d WRITEs and READs for %d client requests each", STEPS + 1,
         NCLI * STEPS + 1);
   printf("%d checks, %d failures (logs: %s, %s)\n", checks, failures, S.log, F.log);

@@ -17,7 +17,7 @@ mkdir "$work/root"
 "$server" --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/secret" --tls-cert "$work/cert.pem" \
   --tls-key "$work/key.pem" >"$work/out" 2>"$work/log" &
 pid=$!
-for _ in $(seq 200); do [ -s "$work/out" ] && break; sleep 0.05; done
+for _ in $(seq 200); do grep -q ':[0-9]*$' "$work/out" 2>/dev/null && break; sleep 0.05; done
 addr=$(head -1 "$work/out")
 if "$load" "$addr" "$work/secret" --clients 1 --steps 1 --piece 10 >/dev/null 2>&1; then
   echo "tls: FAILED: a plain-TCP client was served by the TLS server"

@@ -11,7 +11,7 @@ PY       ?= /usr/bin/python3
 VENV     ?= $(BUILD)/venv
 PREFIX   ?= /usr/local
 
-.PHONY: all deps build install venv test test-c test-python test-sanitize test-tsan demo clean
+.PHONY: all deps build install venv test test-c test-python test-sanitize test-tsan demo clean fuzz
 
 all: build
 
@@ -47,6 +47,14 @@ test-tsan:
 	cmake -S . -B $(BUILD)/tsan-mpich -DPARIO_MPI=mpich -DPARIO_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build $(BUILD)/tsan-mpich -j $(JOBS) --target pario mpi_nonblocking mpi_threads mpi_directio mpi_collective mpi_shared
 	ctest --test-dir $(BUILD)/tsan-mpich --output-on-failure --timeout 300 -L tsan
+
+# pario-server's libFuzzer target (clang, ASan + UBSan) for 10^7 executions (long: hours on
+# two cores); ctest rio_fuzz is the bounded run. FUZZ_RUNS and FUZZ_ARGS override.
+FUZZ_RUNS ?= 10000000
+fuzz:
+	cmake -S . -B $(BUILD)/mpich -DPARIO_MPI=mpich -DPARIO_WERROR=ON >/dev/null
+	cmake --build $(BUILD)/mpich --target rio-fuzz
+	bash tests/rio/fuzz.sh $(BUILD)/mpich/server/fuzz_rio $(BUILD)/fuzz-rio -runs=$(FUZZ_RUNS) $(FUZZ_ARGS)
 
 test-python: build
 	@if [ -f python/pyproject.toml ]; then \

@@ -9,7 +9,10 @@ pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libmpich-dev m
       python3-otf2 python3-jsonschema chromium
       # real MPI-IO clients (tests/clients): parallel HDF5 for both MPIs, h5py and netCDF-4
       # (Debian builds those two for Open MPI only), Fortran; dpkg-dev unpacks HDF5's source
-      gfortran libhdf5-openmpi-dev libhdf5-mpich-dev python3-h5py-mpi libnetcdf-mpi-dev dpkg-dev)
+      gfortran libhdf5-openmpi-dev libhdf5-mpich-dev python3-h5py-mpi libnetcdf-mpi-dev dpkg-dev
+      # pario-server's libFuzzer target (clang with its fuzzer/sanitizer runtimes); the openssl
+      # command makes the TLS test's self-signed certificate
+      clang-14 libclang-rt-14-dev openssl)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

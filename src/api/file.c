@@ -32,8 +32,7 @@ PARIO_EXPORT int PMPI_File_close(MPI_File *fh) {
 PARIO_WEAK_ALIAS(MPI_File_close)
 
 static int delete_body(const char *filename, MPI_Info info) {
-  (void)info;
-  return pario_file_error(MPI_FILE_NULL, pario_delete(filename));
+  return pario_file_error(MPI_FILE_NULL, pario_delete(filename, info));
 }
 PARIO_EXPORT int PMPI_File_delete(const char *filename, MPI_Info info) {
   PARIO_API_TRACED("MPI_File_delete", MPI_FILE_NULL, delete_body(filename, info));

@@ -93,7 +93,7 @@ void pario_finalize_arm(void);
 /* Open/close protocol (core/open.c). */
 int pario_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, pario_file **out);
 int pario_close(pario_file *f);
-int pario_delete(const char *filename);
+int pario_delete(const char *filename, MPI_Info info);
 /* Switch the file to direct I/O when its pario_direct_io hint asks for it and the storage
  * allows; otherwise clear the hint so get_info reports what is in effect. */
 void pario_direct_io_apply(pario_file *f);

@@ -3,6 +3,7 @@
 #include "core/hints.h"
 #include "core/comm.h"
 #include "core/common.h"
+#include "driver/driver.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -36,6 +37,26 @@ static int parse_size(const char *v, long long *out) {
   return 1;
 }
 
+/* Keep a driver's key verbatim (a later value replaces an earlier one). */
+static void apply_drv(pario_hints *h, const char *k, const char *v) {
+  int i = 0;
+  while (i < h->ndrv && strcmp(h->drv[i].key, k)) i++;
+  if (i == PARIO_DRV_HINTS || strlen(k) >= sizeof h->drv[i].key || strlen(v) >= sizeof h->drv[i].value) {
+    pario_log(1, "hint %s ignored (too long, or too many driver hints)", k);
+    return;
+  }
+  snprintf(h->drv[i].key, sizeof h->drv[i].key, "%s", k);
+  snprintf(h->drv[i].value, sizeof h->drv[i].value, "%s", v);
+  if (i == h->ndrv) h->ndrv++;
+}
+
+const char *pario_hints_drv(const void *hints, const char *key) {
+  const pario_hints *h = hints;
+  for (int i = 0; i < h->ndrv; i++)
+    if (!strcmp(h->drv[i].key, key)) return h->drv[i].value;
+  return NULL;
+}
+
 /* Apply one key; invalid values leave the hint unchanged (hints never cause errors). */
 static void apply(pario_hints *h, const char *k, const char *v) {
   long long x;
@@ -56,11 +77,12 @@ static void apply(pario_hints *h, const char *k, const char *v) {
     if (end != v && *end == '\0' && p <= 07777) h->file_perm = (unsigned)p;
   }
   else if (!strcmp(k, "pario_direct_io")) { int t; if (parse_tristate(v, &t)) h->direct_io = t == PARIO_ENABLE; }
-  else if (!strcmp(k, "pario_io_threads")) { if (parse_size(v, &x) && x >= 1 && x <= 64) h->io_threads = (int)x; }
+  else if (!strcmp(k, "pario_io_threads")) { if (parse_size(v, &x) && x >= 1 && x <= 64) h->io_threads = (int)x, h->io_threads_given = 1; }
   else if (!strcmp(k, "romio_no_indep_rw")) { int t; if (parse_tristate(v, &t)) h->romio_no_indep_rw = t == PARIO_ENABLE; }
   else if (!strcmp(k, "pario_trace")) snprintf(h->trace, sizeof h->trace, "%s", v);
+  else if (pario_driver_hint_key(k)) apply_drv(h, k, v);
   else if (!strcmp(k, "pario_sharedfp")) {
-    static const char *ok[] = {"auto", "sm", "rma", "addproc", "lockedfile", "individual", NULL};
+    static const char *ok[] = {"auto", "sm", "rma", "addproc", "lockedfile", "individual", "server", NULL};
     for (int i = 0; ok[i]; i++)
       if (!strcmp(v, ok[i])) snprintf(h->sharedfp, sizeof h->sharedfp, "%s", v);
   }

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 enum { PARIO_AUTO = 0, PARIO_ENABLE = 1, PARIO_DISABLE = 2 };
+enum { PARIO_DRV_HINTS = 6 };
 
 typedef struct pario_hints {
   long long cb_buffer_size;
@@ -19,16 +20,25 @@ typedef struct pario_hints {
   unsigned file_perm;      /* creation mode */
   int direct_io;           /* pario_direct_io */
   int io_threads;          /* pario_io_threads */
+  int io_threads_given;    /* pario_io_threads came from the user */
   char sharedfp[16];       /* pario_sharedfp */
   char trace[256];        /* pario_trace: trace directory ("" = none; PARIO_TRACE also turns
                               tracing on, src/tracer) */
   int romio_no_indep_rw;   /* ROMIO's promise of collective-only access: accepted and
                               reported; pario opens on every rank either way */
+  /* A driver's own keys (those under its hint_prefix, driver/driver.h), kept verbatim for
+   * its open_ex; the driver reports them itself. */
+  struct {
+    char key[48], value[512];
+  } drv[PARIO_DRV_HINTS];
+  int ndrv;
 } pario_hints;
 
 /* Defaults, then the PARIO_HINTS file (ROMIO_HINTS when PARIO_HINTS is not set: the same
  * "key value" lines), then info (may be MPI_INFO_NULL). */
 void pario_hints_init(pario_hints *h, MPI_Info info);
+/* The value of a driver hint (see drv above), or NULL: the getter of pario_drv_args. */
+const char *pario_hints_drv(const void *hints, const char *key);
 /* Apply the keys of info that may change after open. */
 void pario_hints_update(pario_hints *h, MPI_Info info);
 /* The hints that must be the same on every rank (the collective-buffering ones, which make

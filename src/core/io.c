@@ -335,6 +335,59 @@ static int sieve_write(pario_file *f, int atomic, const char *op, pario_fcursor 
   return rc;
 }
 
+/* Room for need elements of size elem in *p (capacity *cap): 0, or -1 out of memory. */
+static int grow(void **p, int *cap, int need, size_t elem) {
+  if (need <= *cap) return 0;
+  int nc = PARIO_MAX(need, 2 * *cap);
+  void *np = realloc(*p, elem * (size_t)nc);
+  if (!np) return -1;
+  *p = np;
+  *cap = nc;
+  return 0;
+}
+
+/* Drivers with list transfers (remote storage, driver/driver.h preadl/pwritel): the file
+ * segments of a window of at most ind_rd_buffer_size / ind_wr_buffer_size data bytes (a
+ * larger first segment is not cut) and their memory pieces travel as one request, whatever
+ * the view: no data sieving, no read-modify-write, no request per piece. */
+static int list_access(pario_file *f, const char *op, int rw, pario_fcursor *fc, pario_mcursor *mc,
+                       MPI_Offset n, MPI_Offset *done) {
+  MPI_Offset cap = rw == PARIO_WRITE ? f->hints.ind_wr_buffer_size : f->hints.ind_rd_buffer_size;
+  pario_seg *segs = NULL;
+  struct iovec *iov = NULL;
+  int segcap = 0, iovcap = 0, rc = MPI_SUCCESS;
+  while (rc == MPI_SUCCESS && *done < n) {
+    int nseg = 0, niov = 0, nomem = 0;
+    MPI_Offset bytes = 0;
+    while (!nomem && *done + bytes < n && (nseg == 0 || bytes < cap)) {
+      MPI_Offset off, left = n - *done - bytes;
+      MPI_Offset seg = pario_fcursor_next(fc, nseg ? PARIO_MIN(left, cap - bytes) : left, &off);
+      if ((nomem = grow((void **)&segs, &segcap, nseg + 1, sizeof *segs))) break;
+      segs[nseg++] = (pario_seg){(off_t)off, (off_t)seg};
+      bytes += seg;
+      while (!nomem && seg > 0) { /* the segment's memory pieces, MAXIOV at a time */
+        int cnt = 0;
+        nomem = grow((void **)&iov, &iovcap, niov + MAXIOV, sizeof *iov);
+        if (!nomem) seg -= pario_mcursor_iov(mc, seg, iov + niov, MAXIOV, &cnt);
+        niov += cnt;
+      }
+    }
+    if (nomem) {
+      rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory for a list of %d segments", nseg);
+      break;
+    }
+    size_t got = 0;
+    int e = rw == PARIO_WRITE ? f->drv->pwritel(f->dh, segs, nseg, iov, niov, &got)
+                              : f->drv->preadl(f->dh, segs, nseg, iov, niov, &got);
+    *done += (MPI_Offset)got;
+    if (e) rc = xfer_error(f, op, rw, e, bytes, (MPI_Offset)segs[0].off);
+    if ((MPI_Offset)got < bytes) break; /* end of file (or the error) */
+  }
+  free(segs);
+  free(iov);
+  return rc;
+}
+
 static int sieving_read(const pario_file *f, const pario_view *v, MPI_Offset n) {
   return !v->contiguous && f->hints.romio_ds_read != PARIO_DISABLE &&
          f->hints.ind_rd_buffer_size > 0 && n > 0;
@@ -342,7 +395,7 @@ static int sieving_read(const pario_file *f, const pario_view *v, MPI_Offset n) 
 
 /* romio_ds_write is switched to disable at open where byte-range locks do not work. */
 int pario_sieves_write(const pario_file *f, const pario_view *v, MPI_Offset n) {
-  return !v->contiguous && f->hints.romio_ds_write != PARIO_DISABLE && f->locks_work > 0 &&
+  return !v->contiguous && !f->drv->pwritel && f->hints.romio_ds_write != PARIO_DISABLE && f->locks_work > 0 &&
          (f->oflags & O_ACCMODE) != O_WRONLY &&
          f->hints.ind_wr_buffer_size > 0 && n > 0;
 }
@@ -363,7 +416,15 @@ static int transfer(pario_file *f, const pario_view *v, int locked, const char *
   int rc;
   const char *how;
   uint64_t t0 = PARIO_TRACE_T0();
-  if (rw == PARIO_READ && !sieving_read(f, v, n)) {
+  if (f->drv->preadl && rw == PARIO_READ) { /* a remote driver: one list request per window */
+    how = "list";
+    rc = list_access(f, op, rw, &fc, mc, n, done);
+  } else if (f->drv->pwritel && rw == PARIO_WRITE) {
+    how = "list";
+    pthread_rwlock_rdlock(&f->rmw_lock);
+    rc = list_access(f, op, rw, &fc, mc, n, done);
+    pthread_rwlock_unlock(&f->rmw_lock);
+  } else if (rw == PARIO_READ && !sieving_read(f, v, n)) {
     how = "direct";
     rc = walk(f, op, rw, &fc, mc, n, done, 0);
   } else if (rw == PARIO_READ && !f->hints.direct_io && pitch(fc, n) >= SCATTER_PITCH) {

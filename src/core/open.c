@@ -34,11 +34,18 @@ static int access_flags(int amode) {
 /* Open with the access flags of the amode, except that a write-only file is opened for
  * reading too where permissions allow: data sieving and collective writes read before they
  * write. pario itself refuses reads on MPI_MODE_WRONLY files. */
+static int drv_open1(pario_file *f, int flags) {
+  if (!f->drv->open_ex) return f->drv->open(f->path, flags, f->hints.file_perm, &f->dh);
+  /* Only rank 0 (which creates the file) must reach the storage now (driver/driver.h). */
+  pario_drv_args a = {pario_hints_drv, &f->hints, f->rank != 0};
+  return f->drv->open_ex(f->path, flags, f->hints.file_perm, &a, &f->dh);
+}
+
 static int drv_open(pario_file *f, int flags) {
   int acc = access_flags(f->amode), e = EACCES;
-  if (acc == O_WRONLY) e = f->drv->open(f->path, (flags & ~O_ACCMODE) | O_RDWR, f->hints.file_perm, &f->dh);
+  if (acc == O_WRONLY) e = drv_open1(f, (flags & ~O_ACCMODE) | O_RDWR);
   f->oflags = e ? acc : O_RDWR;
-  return e ? f->drv->open(f->path, flags, f->hints.file_perm, &f->dh) : 0;
+  return e ? drv_open1(f, flags) : 0;
 }
 
 /* Open the file on every rank; rank 0 creates it first. Returns this rank's error code. */
@@ -220,7 +227,8 @@ int pario_close(pario_file *f) {
   PMPI_Barrier(f->comm);
   pario_layers_release(f);
   if ((f->amode & MPI_MODE_DELETE_ON_CLOSE) && f->rank == 0) {
-    e = f->drv->unlink(f->path);
+    pario_drv_args a = {pario_hints_drv, &f->hints, 0};
+    e = f->drv->unlink_ex ? f->drv->unlink_ex(f->path, &a) : f->drv->unlink(f->path);
     if (e == ENOENT) e = 0; /* already gone, as asked (ROMIO ignores it too) */
     if (e && code == MPI_SUCCESS)
       code = pario_err(pario_errno_class(e), op, f->filename, e, "delete on close failed");
@@ -233,11 +241,19 @@ int pario_close(pario_file *f) {
   return code;
 }
 
-int pario_delete(const char *filename) {
+int pario_delete(const char *filename, MPI_Info info) {
   static const char op[] = "MPI_File_delete";
   if (!filename || !*filename) return pario_err(MPI_ERR_BAD_FILE, op, NULL, 0, "empty file name");
   const char *path;
   const pario_driver *drv = pario_driver_for(filename, &path);
-  int e = drv->unlink(path);
+  int e;
+  if (drv->unlink_ex) { /* a remote driver needs its hints (the secret) to reach the storage */
+    pario_hints h;
+    pario_hints_init(&h, info);
+    pario_drv_args a = {pario_hints_drv, &h, 0};
+    e = drv->unlink_ex(path, &a);
+  } else {
+    e = drv->unlink(path);
+  }
   return e ? pario_err(pario_errno_class(e), op, filename, e, "cannot delete") : MPI_SUCCESS;
 }

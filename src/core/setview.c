@@ -63,13 +63,15 @@ void pario_snap_drop(pario_snap *s) {
 }
 
 /* cb_nodes within the rank count (default one aggregator per node), the collective buffer
- * small enough for one message per window, and write sieving off where its read-modify-write
- * cannot be made safe: it needs byte-range locks and read access. */
+ * small enough for one message per window, the driver's default pario_io_threads, and write
+ * sieving off where its read-modify-write cannot be made safe: it needs byte-range locks and
+ * read access. */
 void pario_hints_settle(pario_file *f) {
   pario_hints *h = &f->hints;
   if (h->cb_nodes <= 0) h->cb_nodes = PARIO_MIN(f->nodes > 0 ? f->nodes : 1, f->nprocs);
   if (h->cb_nodes > f->nprocs) h->cb_nodes = f->nprocs;
   if (h->cb_buffer_size > (1LL << 30)) h->cb_buffer_size = 1LL << 30;
+  if (!h->io_threads_given && f->drv->io_threads > 0) h->io_threads = f->drv->io_threads; /* remote storage */
   if (h->romio_ds_write != PARIO_DISABLE && !(f->amode & MPI_MODE_RDONLY)) {
     if (f->locks_work == 0)
       f->locks_work = f->drv->lock_probe && f->drv->lock_probe(f->dh, PARIO_LOCK_WRITE) == 0 ? 1 : -1;

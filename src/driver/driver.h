@@ -4,10 +4,27 @@
 #define PARIO_DRIVER_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
 enum { PARIO_LOCK_READ = 1, PARIO_LOCK_WRITE = 2, PARIO_UNLOCK = 3 };
+enum { PARIO_CTR_ADD = 1, PARIO_CTR_SET = 2, PARIO_CTR_GET = 3 };
+
+/* One file segment of a list transfer. */
+typedef struct pario_seg {
+  off_t off, len;
+} pario_seg;
+
+/* What open_ex and unlink_ex receive besides the name: the file's driver hints (the keys
+ * that start with the driver's hint_prefix, from the info or the PARIO_HINTS file), and
+ * whether this rank may put off reaching the storage until the handle's first operation
+ * (every rank but the one that creates or validates the file at MPI_File_open). */
+typedef struct pario_drv_args {
+  const char *(*hint)(const void *ctx, const char *key); /* the hint's value, or NULL */
+  const void *ctx;
+  int defer;
+} pario_drv_args;
 
 typedef struct pario_driver {
   const char *name;
@@ -30,15 +47,35 @@ typedef struct pario_driver {
   /* Route transfers through direct I/O (O_DIRECT) from now on; 0, or an errno value
    * (for instance EINVAL where the file system has no direct I/O) leaving buffered I/O. */
   int (*set_direct)(void *handle, const char *path, int flags);
+
+  /* Optional (NULL in posix), for storage behind a server (driver/rio.c). */
+  int remote;              /* files are not local paths: nothing may be kept beside them */
+  const char *hint_prefix; /* hints handed to open_ex / unlink_ex ("pario_rio_") */
+  int io_threads;          /* default pario_io_threads of its files (0: core's): how many
+                              nonblocking operations of a file the engine keeps in flight */
+  /* Used instead of open / unlink when set. */
+  int (*open_ex)(const char *path, int flags, unsigned perm, const pario_drv_args *a, void **handle);
+  int (*unlink_ex)(const char *path, const pario_drv_args *a);
+  /* List transfer: the nseg file segments in order, their bytes gathered from or scattered
+   * to the memory iovecs, as one request (no sieving, no read-modify-write). preadl stops
+   * early only at end of file: *done counts the bytes that arrived, in segment order. */
+  int (*preadl)(void *handle, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt, size_t *done);
+  int (*pwritel)(void *handle, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt, size_t *done);
+  /* An atomic 64-bit counter per (file, key) shared by every handle of the file on the
+   * storage (shared file pointers): op PARIO_CTR_ADD/SET/GET; *old the value before. */
+  int (*counter)(void *handle, uint64_t key, int op, int64_t value, int64_t *old);
 } pario_driver;
 
 extern const pario_driver pario_driver_posix;
 
-/* The driver serving a file name: the one registered for its prefix ("ufs:", and later
- * "x-rio://"), else posix. The prefix is stripped into *path_out. */
+/* The driver serving a file name: the one registered for its prefix ("ufs:", "x-rio://"),
+ * else posix. The prefix is stripped into *path_out. */
 const pario_driver *pario_driver_for(const char *filename, const char **path_out);
 /* Register a driver for names starting with prefix (from a constructor: before main). A new
  * driver is added this way, without touching core. */
 void pario_driver_register(const char *prefix, const pario_driver *drv);
+/* 1 when key starts with the hint_prefix of a registered driver (core keeps such hints for
+ * open_ex and unlink_ex). */
+int pario_driver_hint_key(const char *key);
 
 #endif

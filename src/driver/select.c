@@ -26,3 +26,11 @@ const pario_driver *pario_driver_for(const char *filename, const char **path_out
   *path_out = filename;
   return &pario_driver_posix;
 }
+
+int pario_driver_hint_key(const char *key) {
+  for (int i = 0; i < nprefix; i++) {
+    const char *hp = table[i].drv->hint_prefix;
+    if (hp && strncmp(key, hp, strlen(hp)) == 0) return 1;
+  }
+  return 0;
+}

@@ -41,8 +41,7 @@ typedef struct ind_state {
 #define CHUNK (4 << 20)
 
 static int ind_query(pario_file *f) {
-  (void)f;
-  return 5;
+  return f->drv->remote ? -1 : 5; /* its hidden files live beside the data file */
 }
 
 static int ind_attach(pario_file *f, void **state) {

@@ -16,6 +16,7 @@ typedef struct lf_state {
 } lf_state;
 
 static int lf_query(pario_file *f) {
+  if (f->drv->remote) return -1; /* no directory of its own beside a remote file */
   int op = (f->amode & MPI_MODE_RDONLY) ? PARIO_LOCK_READ : PARIO_LOCK_WRITE;
   return f->drv->lock_probe(f->dh, op) == 0 ? 10 : -1;
 }

@@ -1,18 +1,21 @@
 /* Choosing a shared file pointer component per file. The pario_sharedfp hint forces one;
- * auto takes the highest priority that can run: sm (one node), rma, addproc, lockedfile;
- * individual only when named. Every rank sees the same hint, node count, amode and thread
- * level (open's hint agreement, core/hints.c, gives every rank rank 0's pario_sharedfp), so
- * every rank makes the same choice without communicating.
+ * auto takes the highest priority that can run: server (the storage's own counter, for
+ * files on a pario-server), sm (one node), rma, addproc, lockedfile; individual only when
+ * named. lockedfile and individual keep files beside the data file: never for remote files.
+ * Every rank sees the same hint, node count, amode and thread level (open's hint agreement,
+ * core/hints.c, gives every rank rank 0's pario_sharedfp), so every rank makes the same
+ * choice without communicating.
  *
- * When: sm, lockedfile and individual attach lazily on a rank's first shared-pointer call,
+ * When: server, sm, lockedfile and individual attach lazily on a rank's first shared-pointer call,
  * so a program that never uses shared pointers pays nothing. rma (a window) and addproc (a
  * server thread on a private communicator) need every rank to set them up, but the first
  * shared-pointer call may be an independent write_shared on one rank while the others sit in
  * an unrelated collective: waiting for them there would deadlock. The only collective call
  * certain to come before it is MPI_File_open, so these two are set up there, and only when
  * the file asked for them: pario_sharedfp=rma|addproc, or auto on several nodes with
- * MPI_MODE_SEQUENTIAL (such a file can only be accessed through shared pointers). Otherwise
- * auto across nodes takes lockedfile, the best lazy component there. */
+ * MPI_MODE_SEQUENTIAL (such a file can only be accessed through shared pointers) unless the
+ * file is on a server. Otherwise auto across nodes takes lockedfile, the best lazy component
+ * there. */
 #include "sharedfp/sharedfp.h"
 #include "trace/trace.h"
 
@@ -34,7 +37,7 @@ typedef struct sfp_file {
 static sfp_file *st(const pario_file *f) { return pario_layer_state(f, PARIO_SLOT_SHAREDFP); }
 
 static const pario_sharedfp_component *const all[] = {
-    &pario_sharedfp_sm, &pario_sharedfp_rma, &pario_sharedfp_addproc, &pario_sharedfp_lockedfile,
+    &pario_sharedfp_server, &pario_sharedfp_sm, &pario_sharedfp_rma, &pario_sharedfp_addproc, &pario_sharedfp_lockedfile,
     &pario_sharedfp_individual};
 enum { NCOMP = sizeof all / sizeof all[0] };
 
@@ -44,7 +47,7 @@ static int named(const pario_file *f, const char *name) { return !strcmp(f->hint
 static const pario_sharedfp_component *at_open(pario_file *f) {
   if (named(f, "rma")) return &pario_sharedfp_rma;
   if (named(f, "addproc")) return &pario_sharedfp_addproc;
-  if (named(f, "auto") && f->nodes > 1 && (f->amode & MPI_MODE_SEQUENTIAL))
+  if (named(f, "auto") && f->nodes > 1 && (f->amode & MPI_MODE_SEQUENTIAL) && pario_sharedfp_server.query(f) < 0)
     return pario_sharedfp_rma.query(f) >= 0 ? &pario_sharedfp_rma : &pario_sharedfp_addproc;
   return NULL;
 }
@@ -84,7 +87,8 @@ static int choose(pario_file *f, sfp_file *sf, const char *op) {
   }
   if (!best)
     return pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, 0,
-                     "no shared file pointer component can run here (pario_sharedfp=%s)%s", f->hints.sharedfp,
+                     "no shared file pointer component can run here (pario_sharedfp=%s)%s%s", f->hints.sharedfp,
+                     f->drv->remote ? "; lockedfile and individual keep files beside the data file, which a remote file does not have" : "",
                      named(f, "auto") ? "; pario_sharedfp=rma or addproc sets one up at open" : "");
   void *cs = NULL;
   int e = best->attach(f, &cs);

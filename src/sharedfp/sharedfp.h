@@ -41,7 +41,7 @@ typedef struct pario_sharedfp_component {
 } pario_sharedfp_component;
 
 extern const pario_sharedfp_component pario_sharedfp_sm, pario_sharedfp_rma, pario_sharedfp_addproc,
-    pario_sharedfp_lockedfile, pario_sharedfp_individual;
+    pario_sharedfp_lockedfile, pario_sharedfp_individual, pario_sharedfp_server;
 
 /* Checks that a shared-pointer access of kind rw can run (reads are refused where the
  * component is write-only). */

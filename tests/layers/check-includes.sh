@@ -15,6 +15,7 @@ declare -A allowed=(
   [driver]="driver rio trace"
   [rio]="rio"
   [trace]="trace"
+  [remote]="remote core view driver rio trace"
   [include]="include"
 )
 bad=0

@@ -22,7 +22,7 @@ static unsigned char datum(int r, long i) { return (unsigned char)(r * 37 + i * 
 /* The file, bytes 0..len-1, pre-filled with the pattern (rank 0, stdio), then everyone syncs. */
 static void prefill(long len) {
   if (rank == 0) {
-    FILE *fp = fopen(path, "wb");
+    FILE *fp = fopen(test_local(path), "wb");
     for (long i = 0; i < len; i++) fputc(pattern(i), fp);
     fclose(fp);
   }
@@ -30,7 +30,7 @@ static void prefill(long len) {
 }
 
 static unsigned char *slurp(long *len) {
-  FILE *fp = fopen(path, "rb");
+  FILE *fp = fopen(test_local(path), "rb");
   fseek(fp, 0, SEEK_END);
   *len = ftell(fp);
   rewind(fp);
@@ -374,7 +374,7 @@ static void sieving_reads(void) {
       long cut = rank % 3 == 0 ? span : rank % 3 == 1 ? (N / 2) * pitch + len / 2 : (N / 3) * pitch + len + 1;
       char mine[4200];
       snprintf(mine, sizeof mine, "%s.r%d", path, rank);
-      FILE *fp = fopen(mine, "wb");
+      FILE *fp = fopen(test_local(mine), "wb");
       for (long i = 0; i < cut; i++) fputc(pattern(i), fp);
       fclose(fp);
       long expect = 0;
@@ -418,7 +418,7 @@ static void sieving_reads(void) {
         }
       MPI_Type_free(&ft);
       MPI_Type_free(&mt);
-      remove(mine);
+      remove(test_local(mine));
     }
 }
 

@@ -50,12 +50,27 @@ static inline int names_file(const char *msg, const char *path) { return !path |
     }                                                                                           \
   } while (0)
 
-/* A per-run scratch path: $PARIO_TEST_DIR (or /tmp)/name.<pid of rank 0>. */
+/* A per-run scratch path: $PARIO_TEST_DIR (or /tmp)/name.<pid of rank 0>. With
+ * PARIO_TEST_URL set (x-rio://HOST:PORT of a pario-server whose root is $PARIO_TEST_DIR,
+ * tests/rio/with-server.sh), the same file named on the server: $PARIO_TEST_URL/name.<pid>. */
 static inline void test_path(char *buf, size_t n, const char *name) {
-  const char *dir = getenv("PARIO_TEST_DIR");
+  const char *dir = getenv("PARIO_TEST_DIR"), *url = getenv("PARIO_TEST_URL");
   int pid = (int)getpid();
   MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  snprintf(buf, n, "%s/%s.%d", dir && *dir ? dir : "/tmp", name, pid);
+  snprintf(buf, n, "%s/%s.%d", url && *url ? url : dir && *dir ? dir : "/tmp", name, pid);
+}
+
+/* The local path of a test path, for checks that look at the file with stdio or stat: the
+ * path itself, or below $PARIO_TEST_DIR for a name on the test's server. */
+static inline const char *test_local(const char *path) {
+  static char bufs[4][4200];
+  static int next;
+  const char *dir = getenv("PARIO_TEST_DIR"), *url = getenv("PARIO_TEST_URL");
+  size_t ul = url ? strlen(url) : 0;
+  if (!ul || strncmp(path, url, ul) != 0) return path;
+  char *b = bufs[next++ % 4];
+  snprintf(b, sizeof bufs[0], "%s%s", dir && *dir ? dir : "/tmp", path + ul);
+  return b;
 }
 
 static inline int finish(const char *name) {

@@ -144,7 +144,7 @@ static void test_append_and_delete_on_close(void) {
   MPI_File_write_at(fh, rank, "x", 1, MPI_CHAR, MPI_STATUS_IGNORE);
   MPI_File_close(&fh);
   struct stat sb;
-  CHECK(stat(tmp, &sb) != 0, "DELETE_ON_CLOSE removed the file");
+  CHECK(stat(test_local(tmp), &sb) != 0, "DELETE_ON_CLOSE removed the file");
 }
 
 static void test_sequential(void) {

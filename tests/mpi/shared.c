@@ -1,5 +1,5 @@
 /* Shared file pointers, per component (argv[1]: sm | rma | addproc | lockedfile | individual
- * | auto; argv[2]: stress records): a write_shared stress with every record checked exactly
+ * | server | auto; argv[2]: stress records): a write_shared stress with every record checked exactly
  * once; a work queue served with read_shared (individual: reads refused, writes ordered by
  * time instead); write_ordered in rank order; seek_shared/get_position_shared agreeing across
  * ranks and with the data; long runs of ordered calls with independent writes between them
@@ -23,7 +23,7 @@ static int count_hidden(void) { /* files of pario's lockedfile component beside 
   DIR *d = opendir(dir);
   int n = 0;
   struct dirent *e;
-  const char *base = strrchr(path, '/') + 1; /* only this test's file: tests run in parallel */
+  const char *base = strrchr(test_local(path), '/') + 1; /* only this test's file: tests run in parallel */
   while (d && (e = readdir(d)))
     if (strstr(e->d_name, "pario-sfp") && strstr(e->d_name, base)) n++;
   if (d) closedir(d);
@@ -270,11 +270,11 @@ static void busy_owner(const char *comp) {
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     do clock_gettime(CLOCK_MONOTONIC, &t);
-    while (access(flag, F_OK) != 0 && (seen = t.tv_sec - t0.tv_sec < 60));
+    while (access(test_local(flag), F_OK) != 0 && (seen = t.tv_sec - t0.tv_sec < 60));
   } else {
     for (int i = 0; i < 200; i++) MPI_File_write_shared(fh, &i, 1, MPI_INT, MPI_STATUS_IGNORE);
     MPI_Barrier(others);
-    if (rank == 1) fclose(fopen(flag, "w"));
+    if (rank == 1) fclose(fopen(test_local(flag), "w"));
   }
   CHECK(seen, "%s: the others did not finish while rank 0 computed", comp);
   MPI_File_sync(fh);
@@ -283,7 +283,7 @@ static void busy_owner(const char *comp) {
   CHECK(pos == 200 * (MPI_Offset)sizeof(int) * (np - 1), "%s busy owner: pointer %lld", comp, (long long)pos);
   MPI_File_close(&fh);
   MPI_Comm_free(&others);
-  if (rank == 0) unlink(flag);
+  if (rank == 0) unlink(test_local(flag));
 }
 
 static void work_queue(const char *comp) {
@@ -328,10 +328,12 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&node);
   multi_node = nsize < np;
   if (multi_node) auto_comp = "lockedfile";
+  if (getenv("PARIO_TEST_URL")) auto_comp = "server"; /* a file on a pario-server */
   const char *comp = argc > 1 ? argv[1] : "auto";
   int records = argc > 2 ? atoi(argv[2]) : 1000000;
   test_path(path, sizeof path, "pario-shared");
-  snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(path, '/') - path), path);
+  const char *lp = test_local(path);
+  snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(lp, '/') - lp), lp);
   /* A program that never uses shared pointers leaves nothing behind. */
   MPI_File fh;
   MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);

@@ -1,0 +1,671 @@
+/* pario-server --forward-to HOST:PORT: a forwarder node (seed 004 section 3). It
+ * authenticates its clients like a server, forwards their requests over one shared upstream
+ * connection, and routes the replies back by id. READ/WRITE requests tagged with the same
+ * coll_id (coll_n parts: one collective operation of several clients) are gathered and sent
+ * upstream as one request whose segments are sorted and adjacent ones joined, so the server
+ * does one I/O; the reply is split back to each part. A part whose group does not complete in
+ * 500 ms, or a group that cannot be merged (different files, overlapping pieces, over the
+ * server's limits), goes upstream as it came. */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server.h"
+
+#define GROUP_TIMEOUT_NS 500000000ull
+#define MAX_PARTS 4096
+
+typedef struct fwd_conn { /* per client: the upstream handles it opened, and their paths */
+  uint32_t n, cap;
+  uint64_t *handles;
+  char **paths;
+} fwd_conn;
+
+typedef struct part {
+  srv_conn *c;
+  uint64_t id;
+  uint8_t *body;
+  size_t n, hb;
+  rio_io_req io;
+} part;
+
+typedef struct piece {
+  uint64_t off, len, part_pos, merged_pos;
+  uint32_t part;
+} piece;
+
+typedef struct group {
+  uint64_t coll_id, born, total;
+  unsigned type;
+  uint32_t want, have, npieces;
+  part *parts;
+  piece *pieces;
+  struct group *next;
+} group;
+
+typedef struct pending {
+  uint64_t up_id, client_id;
+  size_t n;    /* the client's body bytes (released with the reply) */
+  srv_conn *c; /* NULL: an internal request whose reply is dropped */
+  unsigned type;
+  char *open_path;
+  uint64_t close_handle;
+  group *g;
+  struct pending *next;
+} pending;
+
+static struct {
+  int fd, dead;
+  pthread_mutex_t mu, send_mu;
+  pending *pend;
+  uint64_t next_id, max_request;
+  uint32_t max_segments;
+  pthread_t reader, timer;
+  int stop;
+} up = {.fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .send_mu = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static group *groups;
+
+/* ---- the upstream connection -------------------------------------------------------------------- */
+static int up_recv(void *buf, size_t n, int timeout_ms) {
+  uint8_t *p = buf;
+  while (n > 0) {
+    if (timeout_ms >= 0) {
+      struct pollfd pf = {up.fd, POLLIN, 0};
+      if (poll(&pf, 1, timeout_ms) <= 0) return -1;
+    }
+    ssize_t r = recv(up.fd, p, n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    p += r, n -= (size_t)r;
+  }
+  return 0;
+}
+
+static int up_send_raw(const void *buf, size_t n) {
+  const uint8_t *p = buf;
+  while (n > 0) {
+    ssize_t r = send(up.fd, p, n, MSG_NOSIGNAL);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    p += r, n -= (size_t)r;
+  }
+  return 0;
+}
+
+static int up_frame(unsigned type, uint64_t id, const void *body, size_t n) {
+  uint8_t hb[RIO_HDR_SIZE];
+  rio_hdr h = {RIO_VERSION, (uint16_t)type, 0, (uint32_t)n, id};
+  rio_hdr_encode(hb, &h);
+  pthread_mutex_lock(&up.send_mu);
+  int r = up_send_raw(hb, sizeof hb) || (n && up_send_raw(body, n)) ? -1 : 0;
+  pthread_mutex_unlock(&up.send_mu);
+  return r;
+}
+
+/* One reply during the handshake: its body after the status block, or -1. */
+static int up_handshake_reply(unsigned type, uint8_t *out, size_t want) {
+  uint8_t hb[RIO_HDR_SIZE], body[128];
+  rio_hdr h;
+  if (up_recv(hb, sizeof hb, 10000) || rio_hdr_decode(hb, &h) || h.len > sizeof body || up_recv(body, h.len, 10000))
+    return -1;
+  rio_rd r = rio_rd_init(body, h.len);
+  if (h.type != (type | RIO_REPLY) || rio_get_status(&r) != RIO_OK || r.n != want) return -1;
+  memcpy(out, r.p, want);
+  return 0;
+}
+
+static int up_connect(const char *spec, char *why, size_t whylen) {
+  char host[256], port[16];
+  const char *colon = strrchr(spec, ':');
+  if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof host || strlen(colon + 1) >= sizeof port)
+    return snprintf(why, whylen, "expected HOST:PORT"), -1;
+  memcpy(host, spec, (size_t)(colon - spec));
+  host[colon - spec] = '\0';
+  if (host[0] == '[') memmove(host, host + 1, strlen(host)), host[strlen(host) - 1] = '\0';
+  strcpy(port, colon + 1);
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai;
+  int e = getaddrinfo(host, port, &hints, &ai);
+  if (e) return snprintf(why, whylen, "%s", gai_strerror(e)), -1;
+  up.fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (up.fd < 0 || connect(up.fd, ai->ai_addr, ai->ai_addrlen)) {
+    snprintf(why, whylen, "connect: %s", strerror(errno));
+    freeaddrinfo(ai);
+    return -1;
+  }
+  freeaddrinfo(ai);
+  setsockopt(up.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  rio_hello hello = {RIO_VERSION, RIO_VERSION, 0, {0}};
+  uint8_t b[64], hr[8 + RIO_NONCE], mac[RIO_MAC], ar[RIO_MAC + 24];
+  rio_random(hello.nonce, RIO_NONCE);
+  size_t n = rio_encode_hello(b, sizeof b, &hello);
+  if (up_frame(RIO_T_HELLO, 1, b, n) || up_handshake_reply(RIO_T_HELLO, hr, sizeof hr))
+    return snprintf(why, whylen, "no HELLO reply (not a pario-server?)"), -1;
+  rio_auth_mac(srv->secret, srv->secret_len, 0, hr + 8, hello.nonce, mac);
+  if (up_frame(RIO_T_AUTH, 2, mac, RIO_MAC) || up_handshake_reply(RIO_T_AUTH, ar, sizeof ar))
+    return snprintf(why, whylen, "authentication refused (the secrets differ?)"), -1;
+  rio_auth_mac(srv->secret, srv->secret_len, 1, hr + 8, hello.nonce, mac);
+  if (!rio_mac_equal(mac, ar)) return snprintf(why, whylen, "the server's proof is wrong"), -1;
+  rio_rd r = rio_rd_init(ar + RIO_MAC, 24);
+  up.max_request = rio_get_u64(&r);
+  up.max_segments = rio_get_u32(&r);
+  up.next_id = 16;
+  return 0;
+}
+
+
+/* Send a whole reply frame to a client (its status block inside body). */
+static void to_client(srv_conn *c, unsigned type, uint64_t id, const void *body, size_t n) {
+  uint8_t hb[RIO_HDR_SIZE];
+  rio_hdr h = {RIO_VERSION, (uint16_t)(type | RIO_REPLY), 0, (uint32_t)n, id};
+  rio_hdr_encode(hb, &h);
+  pthread_mutex_lock(&c->send_mu);
+  int r = srv_dead(c) ? -1 : c->io->send(c, hb, sizeof hb);
+  if (r == 0 && n) r = c->io->send(c, body, n);
+  if (r) srv_set_dead(c);
+  pthread_mutex_unlock(&c->send_mu);
+}
+
+static int up_request(pending *p, unsigned type, const void *body, size_t n) {
+  pthread_mutex_lock(&up.mu);
+  int dead = up.dead;
+  if (!dead) {
+    p->up_id = ++up.next_id;
+    p->next = up.pend;
+    up.pend = p;
+  }
+  pthread_mutex_unlock(&up.mu);
+  if (dead || up_frame(type, p->up_id, body, n) == 0) return dead ? -1 : 0;
+  return -1; /* the reader sees the broken connection and fails every pending request */
+}
+
+/* ---- client handle sets -------------------------------------------------------------------------- */
+static const char *fwd_path(srv_conn *c, uint64_t h) {
+  fwd_conn *f = c->fwd;
+  const char *p = NULL;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; f && i < f->n; i++)
+    if (f->handles[i] == h) p = f->paths[i];
+  pthread_mutex_unlock(&c->mu);
+  return p;
+}
+
+static void fwd_add(srv_conn *c, uint64_t h, char *path) {
+  fwd_conn *f = c->fwd;
+  pthread_mutex_lock(&c->mu);
+  if (f->n == f->cap) {
+    uint32_t cap = f->cap ? 2 * f->cap : 16;
+    uint64_t *hs = realloc(f->handles, cap * sizeof *hs);
+    if (hs) f->handles = hs;
+    char **ps = hs ? realloc(f->paths, cap * sizeof *ps) : NULL;
+    if (ps) f->paths = ps, f->cap = cap;
+  }
+  if (f->n < f->cap) {
+    f->handles[f->n] = h;
+    f->paths[f->n++] = path;
+    path = NULL;
+  }
+  pthread_mutex_unlock(&c->mu);
+  free(path);
+}
+
+static void fwd_drop(srv_conn *c, uint64_t h) {
+  fwd_conn *f = c->fwd;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < f->n; i++)
+    if (f->handles[i] == h) {
+      free(f->paths[i]);
+      f->handles[i] = f->handles[--f->n];
+      f->paths[i] = f->paths[f->n];
+      break;
+    }
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- collective groups ----------------------------------------------------------------------- */
+static void group_free(group *g) {
+  for (uint32_t i = 0; i < g->have; i++) free(g->parts[i].body);
+  free(g->parts);
+  free(g->pieces);
+  free(g);
+}
+
+static void send_plain(srv_conn *c, uint64_t id, unsigned type, uint8_t *body, size_t n) {
+  pending *p = calloc(1, sizeof *p);
+  if (p) p->c = c, p->client_id = id, p->type = type, p->n = n;
+  if (!p || up_request(p, type, body, n)) {
+    if (p) {
+      /* still in up.pend if the send failed: the reader fails it; otherwise free it here */
+      pthread_mutex_lock(&up.mu);
+      int listed = 0;
+      for (pending *q = up.pend; q; q = q->next) listed |= q == p;
+      pthread_mutex_unlock(&up.mu);
+      if (listed) return;
+      free(p);
+    }
+    srv_reply_error(c, id, RIO_EIO, "forwarder: the upstream server is gone");
+    srv_conn_release(c, n);
+  }
+}
+
+static void group_reply(group *g, int status, const uint8_t *rest, size_t rn);
+
+static int piece_cmp(const void *a, const void *b) {
+  const piece *x = a, *y = b;
+  return x->off < y->off ? -1 : x->off > y->off ? 1 : 0;
+}
+
+static void group_send(group *g) {
+  uint64_t nseg = 0;
+  const char *path0 = fwd_path(g->parts[0].c, g->parts[0].io.handle);
+  int ok = path0 != NULL;
+  for (uint32_t i = 0; ok && i < g->have; i++) {
+    const char *pi = fwd_path(g->parts[i].c, g->parts[i].io.handle);
+    ok = pi && !strcmp(pi, path0);
+    nseg += g->parts[i].io.nseg;
+  }
+  g->pieces = ok && nseg ? calloc(nseg, sizeof *g->pieces) : NULL;
+  if (!g->pieces) ok = 0;
+  uint32_t k = 0;
+  for (uint32_t i = 0; ok && i < g->have; i++) {
+    uint64_t pos = 0;
+    for (uint32_t s = 0; s < g->parts[i].io.nseg; s++, k++) {
+      rio_seg_at(&g->parts[i].io, s, &g->pieces[k].off, &g->pieces[k].len);
+      g->pieces[k].part = i, g->pieces[k].part_pos = pos;
+      pos += g->pieces[k].len;
+    }
+  }
+  g->npieces = k;
+  if (ok) qsort(g->pieces, k, sizeof *g->pieces, piece_cmp);
+  /* Join adjacent pieces; refuse overlaps. */
+  uint32_t useg = 0;
+  uint64_t total = 0;
+  for (uint32_t i = 0; ok && i < k; i++) {
+    piece *p = &g->pieces[i];
+    if (i > 0 && p->off < g->pieces[i - 1].off + g->pieces[i - 1].len) ok = 0;
+    if (p->len == 0) continue;
+    if (useg == 0 || g->pieces[i - 1].off + g->pieces[i - 1].len != p->off) useg++;
+    p->merged_pos = total;
+    total += p->len;
+  }
+  size_t hb = rio_io_hdr_bytes(useg), body_n = hb + (g->type == RIO_T_WRITE ? total : 0);
+  if (!ok || useg > up.max_segments || body_n > up.max_request || (g->type == RIO_T_READ && total + 16 > up.max_request))
+    goto split;
+  uint8_t *body = malloc(body_n ? body_n : 1);
+  if (!body) goto split;
+  rio_wr w = rio_wr_init(body, body_n);
+  rio_put_io_hdr(&w, g->parts[0].io.handle, 0, 0, useg);
+  uint64_t cur_off = 0, cur_len = 0;
+  for (uint32_t i = 0; i < k; i++) {
+    piece *p = &g->pieces[i];
+    if (p->len == 0) continue;
+    if (cur_len && cur_off + cur_len == p->off) {
+      cur_len += p->len;
+      continue;
+    }
+    if (cur_len) rio_put_u64(&w, cur_off), rio_put_u64(&w, cur_len);
+    cur_off = p->off, cur_len = p->len;
+  }
+  if (cur_len) rio_put_u64(&w, cur_off), rio_put_u64(&w, cur_len);
+  if (g->type == RIO_T_WRITE)
+    for (uint32_t i = 0; i < k; i++) {
+      part *pt = &g->parts[g->pieces[i].part];
+      memcpy(body + hb + g->pieces[i].merged_pos, pt->body + pt->hb + g->pieces[i].part_pos, g->pieces[i].len);
+    }
+  g->total = total;
+  pending *pd = calloc(1, sizeof *pd);
+  if (!pd) {
+    free(body);
+    goto split;
+  }
+  pd->g = g, pd->type = g->type;
+  srv_log(LOG_DEBUG, "forward: collective %llu: %u requests merged into one %s of %u segments, %llu bytes",
+          (unsigned long long)g->coll_id, g->have, g->type == RIO_T_WRITE ? "WRITE" : "READ", useg,
+          (unsigned long long)total);
+  if (up_request(pd, g->type, body, body_n)) {
+    pthread_mutex_lock(&up.mu);
+    int listed = 0;
+    for (pending *q = up.pend; q; q = q->next) listed |= q == pd;
+    pthread_mutex_unlock(&up.mu);
+    if (!listed) { /* upstream already gone; a listed one is failed by the reader */
+      free(pd);
+      group_reply(g, RIO_EIO, NULL, 0);
+    }
+  }
+  free(body);
+  return;
+split:
+  free(g->pieces);
+  g->pieces = NULL;
+  for (uint32_t i = 0; i < g->have; i++) {
+    send_plain(g->parts[i].c, g->parts[i].id, g->type, g->parts[i].body, g->parts[i].n);
+    free(g->parts[i].body);
+    g->parts[i].body = NULL;
+  }
+  g->have = 0;
+  group_free(g);
+}
+
+/* The merged reply, split back to every part. */
+static void group_reply(group *g, int status, const uint8_t *rest, size_t rn) {
+  uint64_t done = rn >= 8 ? rio_load_u64(rest) : 0;
+  if (status == RIO_OK && (rn < 8 || (g->type == RIO_T_READ && rn - 8 != done))) status = RIO_EPROTO;
+  if (status == RIO_OK && g->type == RIO_T_WRITE && done != g->total) status = RIO_EIO;
+  for (uint32_t i = 0; i < g->have; i++) {
+    part *pt = &g->parts[i];
+    if (status != RIO_OK) {
+      uint8_t sb[RIO_STATUS];
+      rio_wr w = rio_wr_init(sb, sizeof sb);
+      rio_put_status(&w, status);
+      to_client(pt->c, g->type, pt->id, sb, sizeof sb);
+    } else if (g->type == RIO_T_WRITE) {
+      uint8_t b[RIO_STATUS + 8];
+      rio_wr w = rio_wr_init(b, sizeof b);
+      rio_put_status(&w, RIO_OK);
+      rio_put_u64(&w, pt->io.total);
+      to_client(pt->c, g->type, pt->id, b, sizeof b);
+    } else {
+      /* The part's pieces in its own order; stop at the first the end of file cut. */
+      uint8_t *b = malloc(RIO_STATUS + 8 + pt->io.total);
+      uint64_t got = 0;
+      if (b) {
+        /* pieces are sorted by offset; walk the part's segments in order via part_pos */
+        for (uint64_t pos = 0;;) {
+          piece *hit = NULL;
+          for (uint32_t s = 0; s < g->npieces; s++)
+            if (g->pieces[s].part == i && g->pieces[s].part_pos == pos && g->pieces[s].len) hit = &g->pieces[s];
+          if (!hit) break;
+          uint64_t avail = done > hit->merged_pos ? done - hit->merged_pos : 0;
+          uint64_t m = avail < hit->len ? avail : hit->len;
+          memcpy(b + RIO_STATUS + 8 + got, rest + 8 + hit->merged_pos, m);
+          got += m;
+          pos += hit->len;
+          if (m < hit->len) break;
+        }
+        rio_wr w = rio_wr_init(b, RIO_STATUS + 8);
+        rio_put_status(&w, RIO_OK);
+        rio_put_u64(&w, got);
+        to_client(pt->c, g->type, pt->id, b, RIO_STATUS + 8 + got);
+        free(b);
+      } else {
+        srv_reply_error(pt->c, pt->id, RIO_ENOMEM, "forwarder: out of memory");
+      }
+    }
+    srv_conn_release(pt->c, pt->n);
+  }
+  group_free(g);
+}
+
+static void group_add(srv_conn *c, uint64_t id, uint8_t *body, size_t n, size_t hb, const rio_io_req *io, unsigned type) {
+  pthread_mutex_lock(&g_mu);
+  group *g = groups;
+  while (g && !(g->coll_id == io->coll_id && g->type == type)) g = g->next;
+  if (!g && (g = calloc(1, sizeof *g)) != NULL && (g->parts = calloc(io->coll_n, sizeof *g->parts)) == NULL) {
+    free(g);
+    g = NULL;
+  }
+  if (g && !g->want) {
+    g->coll_id = io->coll_id, g->type = type, g->want = io->coll_n, g->born = srv_now_ns();
+    g->next = groups;
+    groups = g;
+  }
+  if (!g || g->want != io->coll_n) { /* no memory, or parts that disagree on coll_n: no merge */
+    pthread_mutex_unlock(&g_mu);
+    send_plain(c, id, type, body, n);
+    free(body);
+    return;
+  }
+  part *p = &g->parts[g->have++];
+  p->c = c, p->id = id, p->body = body, p->n = n, p->hb = hb, p->io = *io;
+  p->io.segs = body + RIO_IO_HDR; /* the decoded view points into the body we keep */
+  int full = g->have == g->want;
+  if (full)
+    for (group **q = &groups; *q; q = &(*q)->next)
+      if (*q == g) {
+        *q = g->next;
+        break;
+      }
+  pthread_mutex_unlock(&g_mu);
+  if (full) group_send(g);
+}
+
+/* Groups that waited too long go upstream part by part. */
+static void *timer_main(void *arg) {
+  (void)arg;
+  while (!__atomic_load_n(&up.stop, __ATOMIC_ACQUIRE)) {
+    usleep(20000);
+    uint64_t now = srv_now_ns();
+    pthread_mutex_lock(&g_mu);
+    group *late = NULL;
+    for (group **q = &groups; *q;) {
+      if (now - (*q)->born > GROUP_TIMEOUT_NS) {
+        group *g = *q;
+        *q = g->next;
+        g->next = late;
+        late = g;
+      } else {
+        q = &(*q)->next;
+      }
+    }
+    pthread_mutex_unlock(&g_mu);
+    while (late) {
+      group *g = late;
+      late = g->next;
+      srv_log(LOG_DEBUG, "forward: collective %llu incomplete (%u of %u) after 500 ms: sent part by part",
+              (unsigned long long)g->coll_id, g->have, g->want);
+      for (uint32_t i = 0; i < g->have; i++) {
+        send_plain(g->parts[i].c, g->parts[i].id, g->type, g->parts[i].body, g->parts[i].n);
+        free(g->parts[i].body);
+        g->parts[i].body = NULL;
+      }
+      g->have = 0;
+      group_free(g);
+    }
+  }
+  return NULL;
+}
+
+/* ---- replies from upstream ---------------------------------------------------------------------- */
+static void deliver(pending *p, const rio_hdr *h, const uint8_t *body) {
+  rio_rd r = rio_rd_init(body, h->len);
+  int status = rio_get_status(&r);
+  if (p->g) {
+    group_reply(p->g, h->type == (p->type | RIO_REPLY) ? status : (status ? status : RIO_EPROTO), r.p, r.n);
+  } else if (p->c) {
+    if (status == RIO_OK && p->type == RIO_T_OPEN && r.n >= 8) {
+      fwd_add(p->c, rio_load_u64(r.p), p->open_path);
+      p->open_path = NULL;
+    }
+    if (status == RIO_OK && p->type == RIO_T_CLOSE) fwd_drop(p->c, p->close_handle);
+    to_client(p->c, h->type & ~RIO_REPLY, p->client_id, body, h->len);
+    srv_conn_release(p->c, p->n);
+  }
+  free(p->open_path);
+  free(p);
+}
+
+static void fail_all(void) {
+  pthread_mutex_lock(&up.mu);
+  up.dead = 1;
+  pending *all = up.pend;
+  up.pend = NULL;
+  pthread_mutex_unlock(&up.mu);
+  uint8_t sb[RIO_STATUS];
+  rio_wr w = rio_wr_init(sb, sizeof sb);
+  rio_put_status(&w, RIO_EIO);
+  rio_hdr h = {RIO_VERSION, 0, 0, RIO_STATUS, 0};
+  while (all) {
+    pending *p = all;
+    all = p->next;
+    h.type = (uint16_t)(p->type | RIO_REPLY);
+    deliver(p, &h, sb);
+  }
+}
+
+static void *reader_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    uint8_t hb[RIO_HDR_SIZE];
+    rio_hdr h;
+    if (up_recv(hb, sizeof hb, -1) || rio_hdr_decode(hb, &h) || h.len > up.max_request + 64) break;
+    uint8_t *body = malloc(h.len ? h.len : 1);
+    if (!body || up_recv(body, h.len, 60000)) {
+      free(body);
+      break;
+    }
+    pthread_mutex_lock(&up.mu);
+    pending **q = &up.pend, *p = NULL;
+    while (*q && (*q)->up_id != h.id) q = &(*q)->next;
+    if (*q) p = *q, *q = p->next;
+    pthread_mutex_unlock(&up.mu);
+    if (p) deliver(p, &h, body);
+    else srv_log(LOG_WARN, "forward: a reply for no request (id %llu) from upstream", (unsigned long long)h.id);
+    free(body);
+  }
+  if (!__atomic_load_n(&up.stop, __ATOMIC_ACQUIRE)) srv_log(LOG_ERROR, "forward: the upstream server closed the connection; requests fail with EIO");
+  fail_all();
+  return NULL;
+}
+
+/* ---- the client side -------------------------------------------------------------------------- */
+int srv_forward_start(void) {
+  char why[160];
+  if (up_connect(srv->cfg.forward_to, why, sizeof why)) {
+    fprintf(stderr, "pario-server: --forward-to %s: %s\n", srv->cfg.forward_to, why);
+    return -1;
+  }
+  if (pthread_create(&up.reader, NULL, reader_main, NULL) || pthread_create(&up.timer, NULL, timer_main, NULL))
+    return -1;
+  return 0;
+}
+
+void srv_forward_stop(void) {
+  __atomic_store_n(&up.stop, 1, __ATOMIC_RELEASE);
+  shutdown(up.fd, SHUT_RDWR);
+  pthread_join(up.reader, NULL);
+  pthread_join(up.timer, NULL);
+  close(up.fd);
+}
+
+/* The handle a request names (first u64 of the body), for the types that have one. */
+static int has_handle(unsigned t) {
+  return t == RIO_T_CLOSE || t == RIO_T_STAT || t == RIO_T_SET_SIZE || t == RIO_T_PREALLOCATE || t == RIO_T_SYNC ||
+         t == RIO_T_READ || t == RIO_T_WRITE || t == RIO_T_LOCK || t == RIO_T_COUNTER;
+}
+
+/* Decode like the server would, so nothing malformed goes upstream: 0, or a status. */
+static int check_body(unsigned t, const uint8_t *b, size_t n, rio_io_req *io, size_t *hb, char **path) {
+  uint64_t x, y, z;
+  rio_open_req o;
+  rio_lock_req l;
+  rio_counter_req k;
+  const char *p;
+  uint32_t pl;
+  int e;
+  switch (t) {
+  case RIO_T_PING: case RIO_T_CLOSE: case RIO_T_STAT: case RIO_T_SYNC: return rio_decode_handle(b, n, &x);
+  case RIO_T_SET_SIZE: return rio_decode_handle2(b, n, &x, &y);
+  case RIO_T_PREALLOCATE: return rio_decode_handle3(b, n, &x, &y, &z);
+  case RIO_T_LOCK: return rio_decode_lock(b, n, &l);
+  case RIO_T_COUNTER: return rio_decode_counter(b, n, &k);
+  case RIO_T_DELETE: return rio_decode_path(b, n, &p, &pl);
+  case RIO_T_OPEN:
+    if ((e = rio_decode_open(b, n, &o)) != 0) return e;
+    *path = strndup(o.path, o.pathlen);
+    return *path ? 0 : RIO_ENOMEM;
+  case RIO_T_READ: case RIO_T_WRITE: return rio_decode_io(b, n, (uint32_t)n, t, srv->cfg.max_segments, io, hb);
+  default: return RIO_EPROTO;
+  }
+}
+
+int srv_forward_request(srv_conn *c, const rio_hdr *h, uint8_t *body, size_t n) {
+  if (!c->fwd && !(c->fwd = calloc(1, sizeof(fwd_conn)))) {
+    free(body);
+    srv_conn_release(c, n);
+    return -1;
+  }
+  rio_io_req io;
+  size_t hb = 0;
+  char *path = NULL;
+  int st = check_body(h->type, body, n, &io, &hb, &path);
+  if (st == RIO_OK && has_handle(h->type) && !fwd_path(c, rio_load_u64(body))) st = RIO_EBADF;
+  if (st != RIO_OK) {
+    if (st == RIO_EPROTO) {
+      srv_log(LOG_WARN, "conn %llu (%s): protocol error: malformed request body (type %u); closing",
+              (unsigned long long)c->serial, c->peer, h->type);
+      srv_reply_error(c, h->id, RIO_EPROTO, "malformed request body");
+    } else {
+      srv_reply(c, h->type, h->id, st, NULL, 0);
+    }
+    free(body), free(path);
+    srv_conn_release(c, n);
+    return st == RIO_EPROTO ? -1 : 0;
+  }
+  if ((h->type == RIO_T_READ || h->type == RIO_T_WRITE) && io.coll_id && io.coll_n >= 2 && io.coll_n <= MAX_PARTS) {
+    group_add(c, h->id, body, n, hb, &io, h->type);
+    return 0;
+  }
+  pending *p = calloc(1, sizeof *p);
+  if (!p) {
+    free(body), free(path);
+    srv_reply_error(c, h->id, RIO_ENOMEM, "forwarder: out of memory");
+    srv_conn_release(c, n);
+    return 0;
+  }
+  p->c = c, p->client_id = h->id, p->type = h->type, p->open_path = path, p->n = n;
+  if (h->type == RIO_T_CLOSE) p->close_handle = rio_load_u64(body);
+  if (up_request(p, h->type, body, n)) {
+    pthread_mutex_lock(&up.mu);
+    int listed = 0;
+    for (pending *q = up.pend; q; q = q->next) listed |= q == p;
+    pthread_mutex_unlock(&up.mu);
+    if (!listed) { /* upstream already dead */
+      free(p->open_path);
+      free(p);
+      srv_reply_error(c, h->id, RIO_EIO, "forwarder: the upstream server is gone");
+      srv_conn_release(c, n);
+    }
+  }
+  free(body);
+  return 0;
+}
+
+/* A client left: close its handles upstream (a lock it waits for is cancelled by that), so its
+ * requests in flight end; conn.c then waits for them. */
+void srv_forward_end(srv_conn *c) {
+  fwd_conn *f = c->fwd;
+  if (!f) return;
+  pthread_mutex_lock(&c->mu);
+  uint32_t n = f->n;
+  uint64_t *hs = n ? malloc(n * sizeof *hs) : NULL;
+  if (hs) memcpy(hs, f->handles, n * sizeof *hs);
+  pthread_mutex_unlock(&c->mu);
+  for (uint32_t i = 0; hs && i < n; i++) {
+    pending *p = calloc(1, sizeof *p);
+    uint8_t b[8];
+    rio_store_u64(b, hs[i]);
+    if (p) p->type = RIO_T_CLOSE;
+    if (p) up_request(p, RIO_T_CLOSE, b, 8);
+  }
+  free(hs);
+}
+
+void srv_forward_free(srv_conn *c) {
+  fwd_conn *f = c->fwd;
+  if (!f) return;
+  for (uint32_t i = 0; i < f->n; i++) free(f->paths[i]);
+  free(f->handles);
+  free(f->paths);
+  free(f);
+  c->fwd = NULL;
+}

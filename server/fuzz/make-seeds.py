@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Seed inputs for fuzz_rio: one well-formed session per file (first byte 1: the connection
+starts authenticated), covering every request type, so the fuzzer starts from valid frames.
+usage: make-seeds.py DIR"""
+import os
+import struct
+import sys
+
+MAGIC = 0x4F495250
+
+
+def frame(t, body, i):
+    return struct.pack("<IHHIIQ", MAGIC, 1, t, 0, len(body), i) + body
+
+
+def path(p):
+    b = p.encode()
+    return struct.pack("<I", len(b)) + b
+
+
+def io(h, segs, data=b"", coll=(0, 0)):
+    b = struct.pack("<QQII", h, coll[0], coll[1], len(segs))
+    for o, n in segs:
+        b += struct.pack("<QQ", o, n)
+    return b + data
+
+
+H = (1 << 32) | 1  # the first handle of a connection: slot 0, generation 1 (odd)
+sessions = {
+    "open-write-read": [
+        (4, struct.pack("<II", 6, 0o644) + path("a")),
+        (12, io(H, [(10, 4), (0, 3)], b"abcdefg")),
+        (11, io(H, [(0, 3), (10, 4), (100, 5)])),
+        (5, struct.pack("<Q", H)),
+    ],
+    "meta": [
+        (4, struct.pack("<II", 6, 0o600) + path("d/../b")),
+        (7, struct.pack("<Q", H)),
+        (8, struct.pack("<QQ", H, 100)),
+        (9, struct.pack("<QQQ", H, 0, 4096)),
+        (10, struct.pack("<Q", H)),
+        (6, path("b")),
+        (3, struct.pack("<Q", 7)),
+    ],
+    "lock-counter": [
+        (4, struct.pack("<II", 2 | 4, 0o644) + path("c")),
+        (13, struct.pack("<QIIQQ", H, 2, 0, 0, 10)),
+        (13, struct.pack("<QIIQQ", H, 3, 0, 0, 10)),
+        (14, struct.pack("<QQIIq", H, 5, 1, 0, 3)),
+        (14, struct.pack("<QQIIq", H, 5, 3, 0, 0)),
+    ],
+    "escape": [
+        (4, struct.pack("<II", 0, 0) + path("../../etc/passwd")),
+        (4, struct.pack("<II", 0, 0) + path("/proc/self/status")),
+        (6, path("..")),
+    ],
+}
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+for name, reqs in sessions.items():
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(b"\x01" + b"".join(frame(t, b, i + 1) for i, (t, b) in enumerate(reqs)))
+hello = struct.pack("<HHI", 1, 1, 0) + bytes(32)
+with open(os.path.join(out, "hello-auth"), "wb") as f:
+    f.write(b"\x00" + frame(1, hello, 1) + frame(2, bytes(32), 2))

@@ -1,0 +1,440 @@
+/* pario-server's request handlers: the per-connection handle table and every request type of
+ * PROTOCOL.md. Each handler decodes its body with the codec (lengths checked first), works on
+ * the file through the handle's descriptor and sends one reply. READ streams its data in
+ * bounded chunks; WRITE is streamed by the connection's reader (srv_handle_write). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server.h"
+
+#define MAX_HANDLES 4096 /* per connection */
+#define READ_CHUNK (1u << 20)
+#define WRITE_CHUNK (1u << 20)
+
+/* ---- handle table ------------------------------------------------------------------------------ */
+static uint64_t handle_value(uint32_t slot, uint32_t gen) { return ((uint64_t)gen << 32) | (slot + 1); }
+
+static int handle_new(srv_conn *c, int fd, uint32_t acc, const struct stat *st, const char *path, uint32_t pl,
+                      uint64_t *value) {
+  srv_handle *hd = calloc(1, sizeof *hd);
+  struct srv_file *f = hd ? srv_file_ref(st->st_dev, st->st_ino) : NULL;
+  if (!f) return free(hd), RIO_ENOMEM;
+  hd->fd = fd, hd->acc = acc, hd->dev = st->st_dev, hd->ino = st->st_ino, hd->file = f;
+  snprintf(hd->name, sizeof hd->name, "%.*s", (int)(pl < 95 ? pl : 95), path);
+  pthread_mutex_lock(&c->mu);
+  uint32_t i = 0;
+  while (i < c->nhandles && c->handles[i]) i++;
+  if (i == c->nhandles) {
+    if (c->nhandles == MAX_HANDLES) goto full;
+    if (c->nhandles == c->cap_handles) {
+      uint32_t cap = c->cap_handles ? 2 * c->cap_handles : 16;
+      srv_handle **h = realloc(c->handles, cap * sizeof *h);
+      if (!h) goto full;
+      c->handles = h, c->cap_handles = cap;
+    }
+    c->handles[c->nhandles++] = NULL;
+  }
+  hd->gen = ++c->next_gen ? c->next_gen : ++c->next_gen; /* never 0 */
+  c->handles[i] = hd;
+  *value = handle_value(i, hd->gen);
+  pthread_mutex_unlock(&c->mu);
+  return RIO_OK;
+full:
+  pthread_mutex_unlock(&c->mu);
+  srv_file_unref(f);
+  free(hd);
+  return RIO_ETOOBIG;
+}
+
+srv_handle *srv_handle_get(srv_conn *c, uint64_t value, int *status) {
+  uint32_t slot = (uint32_t)value - 1, gen = (uint32_t)(value >> 32);
+  srv_handle *hd = NULL;
+  pthread_mutex_lock(&c->mu);
+  if ((uint32_t)value != 0 && slot < c->nhandles && c->handles[slot] && c->handles[slot]->gen == gen &&
+      !c->handles[slot]->closing) {
+    hd = c->handles[slot];
+    hd->refs++;
+  }
+  pthread_mutex_unlock(&c->mu);
+  *status = hd ? RIO_OK : RIO_EBADF;
+  return hd;
+}
+
+static void handle_release(srv_handle *hd) {
+  close(hd->fd); /* drops the handle's OFD locks */
+  srv_file_unref(hd->file);
+  free(hd);
+  srv_lock_kick();
+}
+
+/* Drop a request's reference; the last one of a closing handle closes it and answers CLOSE. */
+void srv_handle_put(srv_conn *c, srv_handle *hd) {
+  pthread_mutex_lock(&c->mu);
+  int last = --hd->refs == 0 && hd->closing;
+  if (last)
+    for (uint32_t i = 0; i < c->nhandles; i++)
+      if (c->handles[i] == hd) c->handles[i] = NULL;
+  pthread_mutex_unlock(&c->mu);
+  if (!last) return;
+  uint64_t id = hd->close_id;
+  handle_release(hd);
+  srv_reply(c, RIO_T_CLOSE, id, RIO_OK, NULL, 0);
+}
+
+void srv_conn_close_all(srv_conn *c) {
+  for (uint32_t i = 0; i < c->nhandles; i++)
+    if (c->handles[i]) {
+      handle_release(c->handles[i]);
+      c->handles[i] = NULL;
+    }
+}
+
+void srv_job_done(srv_job *j) {
+  srv_conn *c = j->c;
+  uint64_t n = j->n;
+  if (j->hd) srv_handle_put(c, j->hd);
+  free(j->body);
+  free(j);
+  srv_conn_release(c, n);
+}
+
+/* ---- helpers ----------------------------------------------------------------------------------- */
+static int st_errno(int e) { return rio_status_from_errno(e); }
+
+static void reply_u64(srv_job *j, int status, uint64_t v) {
+  uint8_t b[8];
+  rio_store_u64(b, v);
+  srv_reply(j->c, j->h.type, j->h.id, status, b, status ? 0 : 8);
+}
+
+/* A body that does not decode: EPROTO ends the connection; other codes are ordinary refusals. */
+static int bad_body(srv_job *j, int e) {
+  if (e == RIO_EPROTO) {
+    srv_log(LOG_WARN, "conn %llu (%s): protocol error: malformed request body (type %u); closing",
+            (unsigned long long)j->c->serial, j->c->peer, j->h.type);
+    srv_reply_error(j->c, j->h.id, RIO_EPROTO, "malformed request body");
+    pthread_mutex_lock(&j->c->mu);
+    srv_set_dead(j->c);
+    pthread_mutex_unlock(&j->c->mu);
+    j->c->io->shutdown(j->c);
+  } else {
+    srv_reply(j->c, j->h.type, j->h.id, e, NULL, 0);
+  }
+  return e;
+}
+
+/* Take the job's handle (first u64 of the body); 0, or replied with EBADF. */
+static int take_handle(srv_job *j, uint64_t value) {
+  int st;
+  j->hd = srv_handle_get(j->c, value, &st);
+  j->handle = value;
+  if (!j->hd) srv_reply(j->c, j->h.type, j->h.id, st, NULL, 0);
+  return j->hd ? 0 : -1;
+}
+
+static void log_refusal(srv_conn *c, const char *op, const char *path, uint32_t pl, int err, const char *why) {
+  int sec = err == EACCES || err == EXDEV || err == ELOOP;
+  srv_log(sec ? LOG_WARN : LOG_DEBUG, "conn %llu (%s): %s \"%.*s\" refused: %s", (unsigned long long)c->serial,
+          c->peer, op, (int)(pl < 200 ? pl : 200), path, why ? why : strerror(err));
+}
+
+/* ---- the handlers -------------------------------------------------------------------------------- */
+static void do_ping(srv_job *j) {
+  uint64_t t_recv = srv_now_ns(), t_client;
+  int e = rio_decode_handle(j->body, j->n, &t_client);
+  if (e) return (void)bad_body(j, e);
+  uint8_t b[24];
+  rio_store_u64(b, t_client);
+  rio_store_u64(b + 8, t_recv);
+  rio_store_u64(b + 16, srv_now_ns());
+  srv_reply(j->c, j->h.type, j->h.id, RIO_OK, b, sizeof b);
+}
+
+static void do_open(srv_job *j) {
+  rio_open_req o;
+  int e = rio_decode_open(j->body, j->n, &o);
+  if (e) return (void)bad_body(j, e);
+  static const int acc[] = {O_RDONLY, O_WRONLY, O_RDWR};
+  int fl = acc[o.flags & RIO_O_ACCMODE];
+  if (o.flags & RIO_O_CREAT) fl |= O_CREAT;
+  if (o.flags & RIO_O_EXCL) fl |= O_EXCL;
+  if (o.flags & RIO_O_TRUNC) fl |= O_TRUNC;
+  if (o.flags & RIO_O_APPEND) fl |= O_APPEND;
+  const char *why = NULL;
+  uint64_t t0 = srv_now_ns();
+  int fd = srv_resolve_open(srv->rootfd, o.path, o.pathlen, fl, (mode_t)(o.perm & 07777), &why);
+  srv_trace_span("storage", "open", NULL, t0, 0, 0, j->h.id);
+  if (fd < 0) {
+    log_refusal(j->c, "open", o.path, o.pathlen, -fd, why);
+    return (void)srv_reply(j->c, j->h.type, j->h.id, st_errno(-fd), NULL, 0);
+  }
+  struct stat st;
+  uint64_t value = 0;
+  int status = fstat(fd, &st) ? st_errno(errno) : handle_new(j->c, fd, o.flags & RIO_O_ACCMODE, &st, o.path, o.pathlen, &value);
+  if (status) {
+    close(fd);
+    return (void)srv_reply(j->c, j->h.type, j->h.id, status, NULL, 0);
+  }
+  uint8_t b[16];
+  rio_store_u64(b, value);
+  rio_store_u64(b + 8, (uint64_t)st.st_size);
+  srv_log(LOG_DEBUG, "conn %llu: open \"%.*s\" flags %#x -> handle %#llx", (unsigned long long)j->c->serial,
+          (int)(o.pathlen < 200 ? o.pathlen : 200), o.path, o.flags, (unsigned long long)value);
+  srv_reply(j->c, j->h.type, j->h.id, RIO_OK, b, sizeof b);
+}
+
+static void do_close(srv_job *j) {
+  uint64_t h;
+  int e = rio_decode_handle(j->body, j->n, &h);
+  if (e) return (void)bad_body(j, e);
+  if (take_handle(j, h)) return;
+  pthread_mutex_lock(&j->c->mu);
+  j->hd->closing = 1;
+  j->hd->close_id = j->h.id;
+  pthread_mutex_unlock(&j->c->mu);
+  srv_lock_cancel(j->c, j->hd); /* a lock still waiting on this handle will never be granted */
+  /* srv_job_done drops our reference; the last one closes and answers. */
+}
+
+static void do_delete(srv_job *j) {
+  const char *path, *why = NULL;
+  uint32_t pl;
+  int e = rio_decode_path(j->body, j->n, &path, &pl);
+  if (e) return (void)bad_body(j, e);
+  int r = srv_resolve_unlink(srv->rootfd, path, pl, &why);
+  if (r < 0) log_refusal(j->c, "delete", path, pl, -r, why);
+  srv_reply(j->c, j->h.type, j->h.id, r < 0 ? st_errno(-r) : RIO_OK, NULL, 0);
+}
+
+static void do_stat(srv_job *j) {
+  uint64_t h;
+  int e = rio_decode_handle(j->body, j->n, &h);
+  if (e) return (void)bad_body(j, e);
+  if (take_handle(j, h)) return;
+  struct stat st;
+  if (fstat(j->hd->fd, &st)) return reply_u64(j, st_errno(errno), 0);
+  reply_u64(j, RIO_OK, (uint64_t)st.st_size);
+}
+
+static void do_set_size(srv_job *j) {
+  uint64_t h, size;
+  int e = rio_decode_handle2(j->body, j->n, &h, &size);
+  if (e) return (void)bad_body(j, e);
+  if (take_handle(j, h)) return;
+  int st = j->hd->acc == RIO_O_RDONLY ? RIO_EBADF : ftruncate(j->hd->fd, (off_t)size) ? st_errno(errno) : RIO_OK;
+  srv_reply(j->c, j->h.type, j->h.id, st, NULL, 0);
+}
+
+static void do_preallocate(srv_job *j) {
+  uint64_t h, off, len;
+  int e = rio_decode_handle3(j->body, j->n, &h, &off, &len);
+  if (e) return (void)bad_body(j, e);
+  if (take_handle(j, h)) return;
+  int st = RIO_OK;
+  if (j->hd->acc == RIO_O_RDONLY) st = RIO_EBADF;
+  else if (len > 0) {
+    srv_emulate_disk(len);
+    uint64_t t0 = srv_now_ns();
+    int r = posix_fallocate(j->hd->fd, (off_t)off, (off_t)len);
+    srv_trace_span("storage", "fallocate", NULL, t0, len, off, j->h.id);
+    st = r ? st_errno(r) : RIO_OK;
+  }
+  srv_reply(j->c, j->h.type, j->h.id, st, NULL, 0);
+}
+
+static void do_sync(srv_job *j) {
+  uint64_t h;
+  int e = rio_decode_handle(j->body, j->n, &h);
+  if (e) return (void)bad_body(j, e);
+  if (take_handle(j, h)) return;
+  uint64_t t0 = srv_now_ns();
+  int st = fsync(j->hd->fd) ? st_errno(errno) : RIO_OK;
+  srv_trace_span("storage", "fsync", NULL, t0, 0, 0, j->h.id);
+  srv_reply(j->c, j->h.type, j->h.id, st, NULL, 0);
+}
+
+static void do_counter(srv_job *j) {
+  rio_counter_req m;
+  int e = rio_decode_counter(j->body, j->n, &m);
+  if (e) return (void)bad_body(j, e);
+  if (take_handle(j, m.handle)) return;
+  int64_t old = 0;
+  int st = srv_counter_op(j->hd->file, m.key, m.op, m.value, &old);
+  reply_u64(j, st, (uint64_t)old);
+}
+
+static void do_lock(srv_job *j) {
+  rio_lock_req m;
+  int e = rio_decode_lock(j->body, j->n, &m);
+  if (e) return bad_body(j, e), srv_job_done(j);
+  if (take_handle(j, m.handle)) return srv_job_done(j);
+  if (srv_lock_try(j)) return;
+  srv_lock_park(j); /* the job stays in flight until granted or cancelled */
+}
+
+/* Bytes a READ returns: the segments in order up to the first that the end of file cuts. */
+static uint64_t read_extent(const rio_io_req *io, uint64_t size) {
+  uint64_t done = 0;
+  for (uint32_t i = 0; i < io->nseg; i++) {
+    uint64_t off, len;
+    rio_seg_at(io, i, &off, &len);
+    if (len == 0) continue;
+    if (off >= size) break;
+    uint64_t n = size - off < len ? size - off : len;
+    done += n;
+    if (n < len) break;
+  }
+  return done;
+}
+
+/* Send `done` bytes of the segments, read chunk by chunk; bytes a concurrent truncation took
+ * away travel as zeros (the length was promised in the reply header). -1 if the stream broke. */
+static int stream_read(srv_job *j, const rio_io_req *io, uint64_t done, uint8_t *buf) {
+  srv_conn *c = j->c;
+  for (uint32_t i = 0; i < io->nseg && done > 0; i++) {
+    uint64_t off, len;
+    rio_seg_at(io, i, &off, &len);
+    if (len > done) len = done;
+    done -= len;
+    while (len > 0) {
+      size_t n = len < READ_CHUNK ? (size_t)len : READ_CHUNK, got = 0;
+      srv_emulate_disk(n);
+      uint64_t t0 = srv_now_ns();
+      while (got < n) {
+        ssize_t r = pread(j->hd->fd, buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+      }
+      srv_trace_span("storage", "pread", NULL, t0, got, off, j->h.id);
+      memset(buf + got, 0, n - got);
+      if (c->io->send(c, buf, n)) return -1;
+      off += n, len -= n;
+    }
+  }
+  return 0;
+}
+
+static void do_read(srv_job *j) {
+  rio_io_req io;
+  size_t hb;
+  int e = rio_decode_io(j->body, j->n, (uint32_t)j->n, RIO_T_READ, srv->cfg.max_segments, &io, &hb);
+  if (e) return (void)bad_body(j, e);
+  if (take_handle(j, io.handle)) return;
+  if (j->hd->acc == RIO_O_WRONLY) return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_EBADF, NULL, 0);
+  if (RIO_STATUS + 8 + io.total > srv->cfg.max_request)
+    return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_ETOOBIG, NULL, 0);
+  struct stat st;
+  if (fstat(j->hd->fd, &st)) return (void)srv_reply(j->c, j->h.type, j->h.id, st_errno(errno), NULL, 0);
+  uint64_t done = read_extent(&io, (uint64_t)st.st_size);
+  uint8_t *buf = done ? malloc(done < READ_CHUNK ? done : READ_CHUNK) : NULL;
+  if (done && !buf) return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_ENOMEM, NULL, 0);
+  uint8_t head[RIO_HDR_SIZE + RIO_STATUS + 8];
+  rio_hdr h = {RIO_VERSION, RIO_T_READ | RIO_REPLY, 0, (uint32_t)(RIO_STATUS + 8 + done), j->h.id};
+  rio_hdr_encode(head, &h);
+  rio_wr w = rio_wr_init(head + RIO_HDR_SIZE, RIO_STATUS + 8);
+  rio_put_status(&w, RIO_OK);
+  rio_put_u64(&w, done);
+  srv_conn *c = j->c;
+  pthread_mutex_lock(&c->send_mu);
+  uint64_t t0 = srv_now_ns();
+  int r = srv_dead(c) ? -1 : c->io->send(c, head, sizeof head);
+  if (r == 0) r = stream_read(j, &io, done, buf);
+  srv_trace_span("net", "send", "READ", t0, sizeof head + done, 0, j->h.id);
+  __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
+  if (r) srv_set_dead(c);
+  pthread_mutex_unlock(&c->send_mu);
+  if (srv->cfg.emu.cache_none) (void)posix_fadvise(j->hd->fd, 0, 0, POSIX_FADV_DONTNEED);
+  free(buf);
+}
+
+uint64_t srv_served[RIO_T_MAX + 1], srv_bytes_read, srv_bytes_written;
+
+void srv_handle_job(srv_job *j) {
+  if (j->h.type <= RIO_T_MAX) __atomic_add_fetch(&srv_served[j->h.type], 1, __ATOMIC_RELAXED);
+  switch (j->h.type) {
+  case RIO_T_PING: do_ping(j); break;
+  case RIO_T_OPEN: do_open(j); break;
+  case RIO_T_CLOSE: do_close(j); break;
+  case RIO_T_DELETE: do_delete(j); break;
+  case RIO_T_STAT: do_stat(j); break;
+  case RIO_T_SET_SIZE: do_set_size(j); break;
+  case RIO_T_PREALLOCATE: do_preallocate(j); break;
+  case RIO_T_SYNC: do_sync(j); break;
+  case RIO_T_READ: do_read(j); break;
+  case RIO_T_LOCK: do_lock(j); return; /* parked or done inside */
+  case RIO_T_COUNTER: do_counter(j); break;
+  default: bad_body(j, RIO_EPROTO); break; /* the reader admits only request types */
+  }
+  srv_job_done(j);
+}
+
+/* ---- WRITE, streamed by the reader ------------------------------------------------------------ */
+static int write_all(int fd, const uint8_t *p, size_t n, uint64_t off) {
+  while (n > 0) {
+    ssize_t r = pwrite(fd, p, n, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return errno;
+    if (r == 0) return EIO;
+    p += r, n -= (size_t)r, off += (uint64_t)r;
+  }
+  return 0;
+}
+
+int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size_t hb, const rio_io_req *io) {
+  (void)hdrbody, (void)hb;
+  int st;
+  __atomic_add_fetch(&srv_served[RIO_T_WRITE], 1, __ATOMIC_RELAXED);
+  srv_handle *hd = srv_handle_get(c, io->handle, &st);
+  if (hd && hd->acc == RIO_O_RDONLY) st = RIO_EBADF;
+  uint64_t done = 0;
+  /* The streaming buffer: as large as this write needs, at most WRITE_CHUNK, kept for the next. */
+  size_t want = io->total < WRITE_CHUNK ? (size_t)io->total : WRITE_CHUNK;
+  if (want > c->chunk_cap) {
+    uint8_t *b = realloc(c->chunk, want);
+    if (!b) {
+      if (hd) srv_handle_put(c, hd);
+      srv_log(LOG_ERROR, "conn %llu (%s): no memory for a WRITE buffer; closing", (unsigned long long)c->serial, c->peer);
+      return -1;
+    }
+    c->chunk = b, c->chunk_cap = want;
+  }
+  for (uint32_t i = 0; i < io->nseg; i++) {
+    uint64_t off, len;
+    rio_seg_at(io, i, &off, &len);
+    while (len > 0) {
+      size_t n = len < WRITE_CHUNK ? (size_t)len : WRITE_CHUNK;
+      uint64_t t0 = srv_now_ns();
+      int got = c->io->recv(c, c->chunk, n, srv_now_ns() + 60000000000ull);
+      srv_trace_span("net", "recv", "WRITE data", t0, n, off, h->id);
+      if (got) {
+        srv_log(LOG_WARN, "conn %llu (%s): truncated WRITE data; closing", (unsigned long long)c->serial, c->peer);
+        if (hd) srv_handle_put(c, hd);
+        return -1;
+      }
+      if (st == RIO_OK) { /* after an error the rest of the data is read and dropped */
+        srv_emulate_disk(n);
+        uint64_t tw = srv_now_ns();
+        int e = write_all(hd->fd, c->chunk, n, off);
+        srv_trace_span("storage", "pwrite", NULL, tw, n, off, h->id);
+        if (e) st = st_errno(e);
+        else done += n;
+      }
+      off += n, len -= n;
+    }
+  }
+  if (st == RIO_OK && srv->cfg.emu.cache_none) { /* write-through, and no page stays cached */
+    if (fdatasync(hd->fd)) st = st_errno(errno);
+    (void)posix_fadvise(hd->fd, 0, 0, POSIX_FADV_DONTNEED);
+  }
+  if (hd) srv_handle_put(c, hd);
+  __atomic_add_fetch(&srv_bytes_written, done, __ATOMIC_RELAXED);
+  uint8_t b[8];
+  rio_store_u64(b, done);
+  return srv_reply(c, RIO_T_WRITE, h->id, st, b, st ? 0 : 8);
+}

@@ -1,0 +1,198 @@
+/* pario-server's shared declarations: the server state, connections with their handle tables,
+ * the worker pool, the counter and lock tables, path confinement and logging. The wire format
+ * is src/rio/proto.h; this header is only for server/. */
+#ifndef PARIO_SERVER_H
+#define PARIO_SERVER_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "rio/proto.h"
+
+/* ---- logging (stderr, one line per event) ---------------------------------------------------- */
+enum { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
+extern int srv_log_level;
+void srv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int srv_log_parse(const char *s); /* -1 if unknown */
+
+/* ---- configuration ----------------------------------------------------------------------------- */
+typedef struct srv_emulate {
+  uint64_t net_latency_ns; /* added to every frame, each direction */
+  uint64_t net_bw;         /* bytes/s per connection and direction, 0 = unlimited */
+  uint64_t disk_bw;        /* bytes/s of the whole server's storage, 0 = unlimited */
+  int cache_none;          /* 1: every write is followed by fdatasync (no write-back cache) */
+} srv_emulate;
+
+typedef struct srv_config {
+  const char *root, *listen, *secret_file, *forward_to, *tls_cert, *tls_key, *trace_dir;
+  int threads;
+  uint64_t max_request;
+  uint32_t max_segments;
+  int idle_timeout;   /* seconds, 0 = none */
+  int max_conns;      /* authenticated + unauthenticated */
+  int max_unauth;     /* connections still authenticating */
+  srv_emulate emu;
+} srv_config;
+
+/* ---- connections --------------------------------------------------------------------------- */
+typedef struct srv_conn srv_conn;
+
+/* The byte stream under a connection: a socket, TLS, or an in-memory buffer (fuzzing). recv
+ * reads exactly n bytes before the deadline (CLOCK_MONOTONIC ns, 0 = none): 0, or -1 on end of
+ * stream, error or timeout (errno ETIMEDOUT). send writes all n bytes: 0 or -1. */
+typedef struct srv_io {
+  int (*recv)(srv_conn *c, void *buf, size_t n, uint64_t deadline);
+  int (*send)(srv_conn *c, const void *buf, size_t n);
+  void (*shutdown)(srv_conn *c);
+} srv_io;
+
+typedef struct srv_handle {
+  int fd;           /* -1: free slot */
+  uint32_t gen;     /* bumps on every reuse, so a stale handle is refused */
+  uint32_t acc;     /* RIO_O_RDONLY/WRONLY/RDWR */
+  dev_t dev;
+  ino_t ino;
+  int refs;         /* requests in flight on this handle */
+  int closing;      /* CLOSE received: new requests refused */
+  uint64_t close_id;/* the CLOSE's request id, answered when refs drops to 0 */
+  struct srv_file *file;
+  char name[96];    /* the path, shortened, for log lines */
+} srv_handle;
+
+struct srv_conn {
+  const srv_io *io;
+  int fd;
+  void *tls;               /* SSL *, when TLS */
+  pthread_mutex_t send_mu; /* one reply at a time on the stream */
+  pthread_mutex_t mu;      /* handles, inflight */
+  pthread_cond_t cv;
+  srv_handle **handles;    /* slots; a handle never moves while a request holds it */
+  uint32_t nhandles, cap_handles, next_gen;
+  int inflight;            /* jobs queued or running, parked locks included */
+  uint64_t queued_bytes;   /* their bodies' bytes (bounded per connection) */
+  int dead;                /* a send failed or shutdown: stop */
+  int authed;
+  uint64_t serial;         /* connection number for log lines */
+  char peer[64];
+  uint8_t *chunk;          /* the reader's streaming buffer for WRITE data, grown on demand */
+  size_t chunk_cap;
+  void *link;              /* the emulated link under io (emulate.c), or NULL */
+  void *fwd;               /* forwarder state (forward.c), or NULL */
+  void *mem;               /* in-memory stream state (fuzzing) */
+  struct srv_conn *prev, *next;
+};
+
+/* c->dead is read without the connection's locks (the reader checks it between frames). */
+static inline int srv_dead(srv_conn *c) { return __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE); }
+static inline void srv_set_dead(srv_conn *c) { __atomic_store_n(&c->dead, 1, __ATOMIC_RELEASE); }
+
+/* ---- the server ---------------------------------------------------------------------------- */
+typedef struct srv_state {
+  srv_config cfg;
+  int rootfd;
+  uint8_t secret[RIO_MAX_SECRET];
+  size_t secret_len;
+  uint64_t server_id;
+  int stopping; /* atomic */
+  pthread_mutex_t mu; /* connection list and counts */
+  pthread_cond_t cv;
+  srv_conn *conns;
+  int nconns, nunauth;
+  uint64_t next_serial;
+  void *tls_ctx; /* SSL_CTX * */
+} srv_state;
+
+extern srv_state *srv;
+
+uint64_t srv_now_ns(void);
+
+/* conn.c: serve one connection until it ends (authentication, frames, dispatch), then free it. */
+srv_conn *srv_conn_new(int fd, const srv_io *io, const char *peer);
+void srv_conn_serve(srv_conn *c);
+void srv_conn_free(srv_conn *c);
+void srv_conn_release(srv_conn *c, uint64_t body_bytes); /* a request in flight ended */
+/* Reply helpers (send_mu taken inside). */
+int srv_reply(srv_conn *c, unsigned type, uint64_t id, int status, const void *body, size_t n);
+int srv_reply_error(srv_conn *c, uint64_t id, int status, const char *msg);
+extern const srv_io srv_socket_io;
+
+/* ops.c: request handlers. A job is one request whose body is in memory; the handler sends its
+ * reply (or parks it: LOCK) and then releases the job with srv_job_done. */
+typedef struct srv_job {
+  srv_conn *c;
+  rio_hdr h;
+  uint8_t *body;
+  size_t n;
+  srv_handle *hd;  /* the handle this job holds a reference on, or NULL */
+  uint64_t handle; /* its wire value */
+  struct srv_job *next;
+} srv_job;
+void srv_handle_job(srv_job *j);
+void srv_job_done(srv_job *j);
+/* WRITE, handled by the connection's reader as the data streams in. 0, or -1 if the stream
+ * broke (the connection ends). */
+int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size_t hb, const rio_io_req *io);
+/* Handle lookup with a reference for an in-flight request: the handle, or NULL (errno-free:
+ * *status says why). */
+srv_handle *srv_handle_get(srv_conn *c, uint64_t handle, int *status);
+void srv_handle_put(srv_conn *c, srv_handle *hd);
+void srv_conn_close_all(srv_conn *c);
+
+/* pool.c: the worker pool (threads 0: run the job in the caller). */
+int srv_pool_start(int threads);
+void srv_pool_stop(void);
+void srv_pool_submit(srv_job *j);
+
+/* shared.c: per-file counters shared by every connection, keyed by (dev, ino, key), and
+ * parked LOCK requests retried on every unlock and close and every 50 ms. */
+struct srv_file *srv_file_ref(dev_t dev, ino_t ino);
+void srv_file_unref(struct srv_file *f);
+int srv_counter_op(struct srv_file *f, uint64_t key, uint32_t op, int64_t value, int64_t *old);
+void srv_lock_park(srv_job *j);
+void srv_lock_kick(void);
+void srv_lock_cancel(srv_conn *c, srv_handle *hd); /* parked locks of a handle (NULL: all of c) */
+int srv_lock_start(void);
+void srv_lock_stop(void);
+int srv_lock_try(srv_job *j); /* 1 done (replied), 0 still blocked */
+
+/* resolve.c: open a path beneath the root. Returns an fd, or -errno with why set. */
+int srv_resolve_open(int rootfd, const char *path, uint32_t pathlen, int oflags, mode_t mode, const char **why);
+int srv_resolve_unlink(int rootfd, const char *path, uint32_t pathlen, const char **why);
+extern int srv_have_openat2; /* tests may force the fallback: 0 */
+
+/* trace.c: server-side tracing (--trace DIR); the calls cost nothing when it is off. */
+int srv_trace_open(const char *dir, const char *shown, char *why, size_t whylen);
+void srv_trace_close(void);
+int srv_trace_enabled(void);
+void srv_trace_thread(const char *name); /* this thread's name in the trace */
+/* A span from t0 (CLOCK_MONOTONIC ns) to now: cat "net" or "storage", name e.g. "pwrite", or
+ * "recv" + type_name -> "recv WRITE"; flow the request id. */
+void srv_trace_span(const char *cat, const char *name, const char *type_name, uint64_t t0, uint64_t bytes,
+                    uint64_t offset, uint64_t flow);
+const char *srv_type_name(unsigned t);
+
+/* tls.c: optional TLS (--tls-cert/--tls-key). */
+int srv_tls_init(const char *cert, const char *key, char *why, size_t whylen);
+int srv_tls_accept(srv_conn *c); /* handshake; on success c->io speaks TLS. 0 or -1 */
+void srv_tls_free(srv_conn *c);
+
+/* forward.c: the forwarder (--forward-to). */
+int srv_forward_start(void);
+void srv_forward_stop(void);
+/* Takes body and the in-flight slot one_request counted for it; -1 ends c. */
+int srv_forward_request(srv_conn *c, const rio_hdr *h, uint8_t *body, size_t n);
+void srv_forward_end(srv_conn *c);
+void srv_forward_free(srv_conn *c);
+
+/* Requests served, by type, and bytes moved (logged at shutdown; the measurements use them). */
+extern uint64_t srv_served[RIO_T_MAX + 1], srv_bytes_read, srv_bytes_written;
+
+/* emulate.c: shaping of links and storage (no-ops when not configured). */
+int srv_emulate_parse(const char *s, srv_emulate *e, char *why, size_t whylen);
+int srv_emulate_wrap(srv_conn *c);    /* put the emulated link under c->io (no-op if none) */
+void srv_emulate_unwrap(srv_conn *c); /* drain and remove it */
+void srv_emulate_disk(size_t bytes);
+
+#endif

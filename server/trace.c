@@ -1,0 +1,159 @@
+/* Server-side tracing (--trace DIR, issue 17): spans of network receive/send and storage
+ * operations with sizes, durations and the request id as flow, and counters (cpu_pct,
+ * dirty_kb) sampled every 100 ms, in the pario trace directory format: JSON Lines in
+ * DIR/server-<port>-<pid>.jsonl, a header line first. Events are recorded in memory and
+ * written when the buffer fills and at shutdown, so tracing costs no I/O on the request path
+ * except at a flush. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "server.h"
+
+#define TRACE_CAP 65536 /* events buffered before a flush */
+
+typedef struct ev {
+  uint64_t t, d, bytes, offset, flow;
+  int64_t value;
+  int tid, kind; /* kind 0 span, 1 counter */
+  const char *cat, *name;
+  char thread[16];
+  char op[24]; /* "recv WRITE" etc. when name is built */
+} ev;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static ev *buf;
+static size_t nev;
+static FILE *out;
+static pthread_t sampler;
+static int sampler_stop;
+static int on;
+static __thread char thread_name[16];
+static __thread int thread_id;
+
+int srv_trace_enabled(void) { return on; }
+
+void srv_trace_thread(const char *name) {
+  snprintf(thread_name, sizeof thread_name, "%s", name);
+  thread_id = (int)syscall(SYS_gettid);
+}
+
+static void flush_locked(void) {
+  for (size_t i = 0; i < nev; i++) {
+    ev *e = &buf[i];
+    if (e->kind == 1) {
+      fprintf(out, "{\"type\":\"counter\",\"t\":%llu,\"name\":\"%s\",\"value\":%lld}\n", (unsigned long long)e->t,
+              e->name, (long long)e->value);
+      continue;
+    }
+    fprintf(out, "{\"type\":\"span\",\"t\":%llu,\"d\":%llu,\"tid\":%d,\"thread\":\"%s\",\"cat\":\"%s\",\"name\":\"%s\","
+            "\"args\":{\"bytes\":%llu,\"offset\":%llu}", (unsigned long long)e->t, (unsigned long long)e->d, e->tid,
+            e->thread, e->cat, e->op[0] ? e->op : e->name, (unsigned long long)e->bytes, (unsigned long long)e->offset);
+    if (e->flow) fprintf(out, ",\"flow\":%llu", (unsigned long long)e->flow);
+    fputs("}\n", out);
+  }
+  nev = 0;
+  fflush(out);
+}
+
+static void add(const ev *e) {
+  pthread_mutex_lock(&mu);
+  if (on) {
+    if (nev == TRACE_CAP) flush_locked();
+    buf[nev++] = *e;
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+void srv_trace_span(const char *cat, const char *name, const char *type_name, uint64_t t0, uint64_t bytes,
+                    uint64_t offset, uint64_t flow) {
+  if (!on) return;
+  ev e;
+  memset(&e, 0, sizeof e);
+  e.t = t0, e.d = srv_now_ns() - t0, e.bytes = bytes, e.offset = offset, e.flow = flow;
+  e.cat = cat, e.name = name;
+  if (!thread_id) srv_trace_thread("server");
+  e.tid = thread_id;
+  memcpy(e.thread, thread_name, sizeof e.thread);
+  if (type_name) snprintf(e.op, sizeof e.op, "%s %s", name, type_name);
+  add(&e);
+}
+
+/* cpu_pct: this process's CPU time over the last interval; dirty_kb: the system's dirty pages. */
+static uint64_t cpu_ticks(void) {
+  FILE *f = fopen("/proc/self/stat", "r");
+  if (!f) return 0;
+  char line[1024];
+  uint64_t ut = 0, st = 0;
+  if (fgets(line, sizeof line, f)) {
+    char *p = strrchr(line, ')');
+    if (p) sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
+  }
+  fclose(f);
+  return ut + st;
+}
+
+static int64_t dirty_kb(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return -1;
+  char line[256];
+  long long v = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "Dirty: %lld kB", &v) == 1) break;
+  fclose(f);
+  return v;
+}
+
+static void *sample_main(void *arg) {
+  (void)arg;
+  long hz = sysconf(_SC_CLK_TCK);
+  uint64_t last_t = srv_now_ns(), last_c = cpu_ticks();
+  while (!__atomic_load_n(&sampler_stop, __ATOMIC_ACQUIRE)) {
+    usleep(100000);
+    uint64_t t = srv_now_ns(), c = cpu_ticks();
+    ev e;
+    memset(&e, 0, sizeof e);
+    e.kind = 1, e.t = t, e.name = "cpu_pct";
+    e.value = hz > 0 && t > last_t ? (int64_t)((double)(c - last_c) / (double)hz * 1e9 / (double)(t - last_t) * 100.0) : 0;
+    add(&e);
+    e.name = "dirty_kb", e.value = dirty_kb();
+    add(&e);
+    last_t = t, last_c = c;
+  }
+  return NULL;
+}
+
+int srv_trace_open(const char *dir, const char *shown, char *why, size_t whylen) {
+  const char *colon = strrchr(shown, ':');
+  char path[4096], host[256] = "?";
+  snprintf(path, sizeof path, "%s/server-%s-%d.jsonl", dir, colon ? colon + 1 : "0", (int)getpid());
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || !(out = fdopen(fd, "w"))) return snprintf(why, whylen, "--trace %s: %s", path, strerror(errno)), -1;
+  buf = malloc(TRACE_CAP * sizeof *buf);
+  if (!buf) return snprintf(why, whylen, "--trace: out of memory"), -1;
+  gethostname(host, sizeof host - 1);
+  fprintf(out, "{\"type\":\"header\",\"format\":\"pario-trace\",\"version\":1,\"kind\":\"server\",\"pid\":%d,"
+          "\"host\":\"%s\",\"name\":\"server %s\",\"clock_offset_ns\":0,\"clock_err_ns\":0}\n", (int)getpid(), host, shown);
+  on = 1;
+  if (pthread_create(&sampler, NULL, sample_main, NULL)) return snprintf(why, whylen, "--trace: no thread"), -1;
+  srv_log(LOG_INFO, "tracing to %s", path);
+  return 0;
+}
+
+void srv_trace_close(void) {
+  if (!out) return;
+  __atomic_store_n(&sampler_stop, 1, __ATOMIC_RELEASE);
+  pthread_join(sampler, NULL);
+  pthread_mutex_lock(&mu);
+  flush_locked();
+  on = 0;
+  fclose(out);
+  out = NULL;
+  free(buf);
+  buf = NULL;
+  pthread_mutex_unlock(&mu);
+}

@@ -1,0 +1,1049 @@
+/* x-rio:// driver: files on a pario-server (src/rio/PROTOCOL.md; design in docs/remote.md),
+ * through a process-wide cache of authenticated TCP or TLS connections. One connection carries
+ * any number of requests in flight from any number of threads: senders take turns under a
+ * send lock, one receiver thread per connection hands each reply to its waiter by id. Every
+ * wait has a deadline (no progress for the timeout); a dead connection fails all its waiters
+ * at once, and the next handle to need the server connects again. */
+#include "core/common.h"
+#include "driver/rio.h"
+#include "rio/proto.h"
+#include "trace/trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_TIMEOUT_MS 30000
+#define SMALL_REPLY 64 /* the largest fixed reply after the status block (AUTH: 56) */
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* ---- socket I/O with a progress timeout ------------------------------------------------ */
+
+/* A connection's byte stream: a TCP socket (non-blocking), inside TLS when ssl is set. One
+ * SSL object is used by the receiver and the senders: each SSL call holds lock, the waiting
+ * for the socket happens outside it. */
+typedef struct rio_link {
+  int fd;
+  SSL *ssl;
+  pthread_mutex_t lock;
+} rio_link;
+
+static void link_close(rio_link *l);
+
+/* Wait until fd is ready for ev: 0, ETIMEDOUT after ms (-1: no limit), or an errno. */
+static int wait_fd(int fd, short ev, long long ms) {
+  uint64_t end = ms < 0 ? 0 : now_ns() + (uint64_t)ms * 1000000ull;
+  for (;;) {
+    int left = -1;
+    if (ms >= 0) {
+      uint64_t t = now_ns();
+      if (t >= end) return ETIMEDOUT;
+      uint64_t l = (end - t + 999999) / 1000000;
+      left = l > INT_MAX ? INT_MAX : (int)l;
+    }
+    struct pollfd p = {fd, ev, 0};
+    int r = poll(&p, 1, left);
+    if (r > 0) return 0; /* readable, writable, or an error the next call reports */
+    if (r == 0) return ETIMEDOUT;
+    if (errno != EINTR) return errno;
+  }
+}
+
+static void iov_skip(struct iovec **iov, int *cnt, size_t n) {
+  while (*cnt > 0 && n >= (*iov)->iov_len) {
+    n -= (*iov)->iov_len;
+    (*iov)++;
+    (*cnt)--;
+  }
+  if (*cnt > 0 && n) {
+    (*iov)->iov_base = (char *)(*iov)->iov_base + n;
+    (*iov)->iov_len -= n;
+  }
+}
+
+/* Send (wr) or receive every byte of iov (modified). ms: the longest wait without progress. */
+/* OpenSSL writes to the socket with write(2): where the peer has gone, the SIGPIPE that would
+ * kill the process is held back and dropped (what MSG_NOSIGNAL does for plain sockets), unless
+ * one was pending already. */
+typedef struct nopipe {
+  sigset_t old;
+  int had;
+} nopipe;
+
+static void nopipe_begin(nopipe *n) {
+  sigset_t s, p;
+  sigemptyset(&s);
+  sigaddset(&s, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &s, &n->old);
+  sigpending(&p);
+  n->had = sigismember(&p, SIGPIPE);
+}
+
+static void nopipe_end(nopipe *n) {
+  sigset_t s, p;
+  sigemptyset(&s);
+  sigaddset(&s, SIGPIPE);
+  sigpending(&p);
+  if (!n->had && sigismember(&p, SIGPIPE)) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&s, NULL, &zero) < 0 && errno == EINTR) {}
+  }
+  pthread_sigmask(SIG_SETMASK, &n->old, NULL);
+}
+
+static int tls_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, long long ms) {
+  while (cnt > 0) {
+    if (iov->iov_len == 0) {
+      iov++, cnt--;
+      continue;
+    }
+    size_t n = 0;
+    nopipe np;
+    pthread_mutex_lock(&l->lock);
+    nopipe_begin(&np);
+    ERR_clear_error();
+    int ok = wr ? SSL_write_ex(l->ssl, iov->iov_base, iov->iov_len, &n) : SSL_read_ex(l->ssl, iov->iov_base, iov->iov_len, &n);
+    int err = ok ? SSL_ERROR_NONE : SSL_get_error(l->ssl, 0), sys = errno;
+    nopipe_end(&np);
+    pthread_mutex_unlock(&l->lock);
+    if (ok) {
+      iov_skip(&iov, &cnt, n);
+      continue;
+    }
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+      int e = wait_fd(l->fd, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, ms);
+      if (e) return e;
+      continue;
+    }
+    return err == SSL_ERROR_SYSCALL && sys && sys != EAGAIN ? sys : ECONNRESET;
+  }
+  return 0;
+}
+
+static int xfer_iov(rio_link *l, int wr, struct iovec *iov, int cnt, long long ms) {
+  int fd = l->fd;
+  if (l->ssl) return tls_xfer(l, wr, iov, cnt, ms);
+  while (cnt > 0) {
+    if (iov->iov_len == 0) {
+      iov++, cnt--;
+      continue;
+    }
+    int n = cnt < IOV_MAX ? cnt : IOV_MAX;
+    ssize_t r;
+    if (wr) {
+      struct msghdr m;
+      memset(&m, 0, sizeof m);
+      m.msg_iov = iov;
+      m.msg_iovlen = (size_t)n;
+      r = sendmsg(fd, &m, MSG_NOSIGNAL);
+    } else {
+      r = readv(fd, iov, n);
+    }
+    if (r > 0) {
+      iov_skip(&iov, &cnt, (size_t)r);
+      continue;
+    }
+    if (r == 0) return ECONNRESET; /* the server closed the connection */
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return errno;
+    int e = wait_fd(fd, wr ? POLLOUT : POLLIN, ms);
+    if (e) return e;
+  }
+  return 0;
+}
+
+static int read_exact(rio_link *l, void *p, size_t n, long long ms) {
+  struct iovec v = {p, n};
+  return xfer_iov(l, 0, &v, 1, ms);
+}
+
+/* Read and drop n bytes. */
+static int skip_bytes(rio_link *fd, uint64_t n, long long ms) {
+  char junk[4096];
+  while (n > 0) {
+    size_t k = n < sizeof junk ? (size_t)n : sizeof junk;
+    int e = read_exact(fd, junk, k, ms);
+    if (e) return e;
+    n -= k;
+  }
+  return 0;
+}
+
+/* ---- connections ------------------------------------------------------------------------- */
+
+enum { WAITING, RECEIVING, DONE };
+
+typedef struct rio_req {
+  struct rio_req *next;
+  uint64_t id;
+  unsigned type;
+  int state; /* WAITING; RECEIVING while the receiver fills it (its waiter stays); DONE */
+  int err;   /* 0, the errno of a transport failure, or the reply status as an errno */
+  /* READ: where the data goes and how much may come; got: the bytes that came. */
+  const struct iovec *iov;
+  int iovcnt;
+  uint64_t want, got;
+  uint8_t fixed[SMALL_REPLY]; /* other replies: the fields after the status block */
+  uint32_t fixedn;
+  uint64_t t0, sent; /* tracing: when it started, bytes of body and data sent */
+} rio_req;
+
+typedef struct rio_conn {
+  struct rio_conn *next; /* in the cache */
+  char host[256], port[16], secret_file[512], tls_ca[512];
+  int tls;
+  rio_link link;
+  long long timeout_ms;       /* progress timeout of the receiver's reads */
+  pthread_mutex_t lock;       /* pending, dead, err, refs */
+  pthread_cond_t cond;        /* a reply came or the connection died */
+  pthread_mutex_t send_lock;  /* one frame at a time on the wire */
+  rio_req *pending;
+  int dead, err;
+  int refs;                   /* handles using it, and the receiver thread */
+  uint64_t max_request;
+  uint32_t max_segments;
+  uint16_t version;
+} rio_conn;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rx_cond = PTHREAD_COND_INITIALIZER;
+static rio_conn *cache;
+static int receivers; /* receiver threads alive, under cache_lock */
+
+static uint64_t next_id(void) {
+  static uint64_t counter;
+  return ((uint64_t)(uint32_t)getpid() << 32) | (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) & 0xffffffffu);
+}
+
+/* Under c->lock: the connection is dead (err says why); every waiter not being filled fails
+ * now, the receiver's next read fails, and no new request starts on it. */
+static void kill_locked(rio_conn *c, int err) {
+  if (!c->dead) {
+    c->dead = 1;
+    c->err = err ? err : ECONNRESET;
+    shutdown(c->link.fd, SHUT_RDWR);
+  }
+  for (rio_req **pp = &c->pending; *pp;) {
+    rio_req *r = *pp;
+    if (r->state == WAITING) {
+      r->state = DONE;
+      r->err = c->err;
+      *pp = r->next;
+    } else {
+      pp = &r->next;
+    }
+  }
+  pthread_cond_broadcast(&c->cond);
+}
+
+static void conn_kill(rio_conn *c, int err) {
+  pthread_mutex_lock(&c->lock);
+  kill_locked(c, err);
+  pthread_mutex_unlock(&c->lock);
+}
+
+static void conn_put(rio_conn *c) {
+  pthread_mutex_lock(&cache_lock);
+  pthread_mutex_lock(&c->lock);
+  int last = --c->refs == 0;
+  pthread_mutex_unlock(&c->lock);
+  if (last)
+    for (rio_conn **pp = &cache; *pp; pp = &(*pp)->next)
+      if (*pp == c) {
+        *pp = c->next;
+        break;
+      }
+  pthread_mutex_unlock(&cache_lock);
+  if (!last) return;
+  link_close(&c->link);
+  pthread_mutex_destroy(&c->lock);
+  pthread_mutex_destroy(&c->send_lock);
+  pthread_cond_destroy(&c->cond);
+  free(c);
+}
+
+/* The receiver: the body of the reply h into the waiting request. A transport or protocol
+ * error is returned (it ends the connection); a status error goes to the waiter. */
+static int take_reply(rio_conn *c, const rio_hdr *h) {
+  long long ms = c->timeout_ms;
+  rio_req *r;
+  pthread_mutex_lock(&c->lock);
+  for (r = c->pending; r && r->id != h->id; r = r->next) {}
+  if (r) r->state = RECEIVING;
+  pthread_mutex_unlock(&c->lock);
+  if (!r) return h->len < RIO_STATUS ? EPROTO : skip_bytes(&c->link, h->len, ms); /* e.g. ERROR id 0 */
+  unsigned t = h->type & ~RIO_REPLY;
+  uint8_t sb[RIO_STATUS];
+  int e = (t != r->type && t != RIO_T_ERROR) || h->len < RIO_STATUS ? EPROTO : read_exact(&c->link, sb, sizeof sb, ms);
+  int status = RIO_OK;
+  uint32_t rest = h->len - RIO_STATUS;
+  if (!e) {
+    rio_rd rd = rio_rd_init(sb, sizeof sb);
+    status = rio_get_status(&rd);
+    if (status == RIO_OK && t == RIO_T_ERROR) status = RIO_EPROTO;
+  }
+  if (!e && status != RIO_OK) {
+    e = skip_bytes(&c->link, rest, ms);
+  } else if (!e && r->type == RIO_T_READ) {
+    uint8_t db[8];
+    e = rest < 8 ? EPROTO : read_exact(&c->link, db, 8, ms);
+    uint64_t done = e ? 0 : rio_load_u64(db);
+    if (!e && (done > r->want || rest - 8 != done)) e = EPROTO;
+    if (!e && done) {
+      struct iovec *v = malloc(sizeof *v * (size_t)r->iovcnt);
+      int n = 0;
+      uint64_t left = done;
+      for (int i = 0; v && i < r->iovcnt && left; i++) { /* the first done bytes of the list */
+        v[n] = r->iov[i];
+        if (v[n].iov_len > left) v[n].iov_len = (size_t)left;
+        left -= v[n++].iov_len;
+      }
+      e = v ? xfer_iov(&c->link, 0, v, n, ms) : ENOMEM;
+      free(v);
+    }
+    r->got = done;
+  } else if (!e) {
+    e = rest > sizeof r->fixed ? EPROTO : read_exact(&c->link, r->fixed, rest, ms);
+    r->fixedn = rest;
+  }
+  pthread_mutex_lock(&c->lock);
+  for (rio_req **pp = &c->pending; *pp; pp = &(*pp)->next)
+    if (*pp == r) {
+      *pp = r->next;
+      break;
+    }
+  r->state = DONE;
+  r->err = e ? e : status == RIO_EAUTH ? EACCES : rio_errno_from_status(status);
+  pthread_cond_broadcast(&c->cond);
+  pthread_mutex_unlock(&c->lock);
+  return e;
+}
+
+static void *receiver(void *arg) {
+  rio_conn *c = arg;
+  int e;
+  for (;;) {
+    uint8_t hb[RIO_HDR_SIZE];
+    rio_hdr h;
+    /* idle connections wait for ever (TLS may hold decrypted bytes already); a body must
+     * keep coming */
+    e = c->link.ssl && SSL_pending(c->link.ssl) > 0 ? 0 : wait_fd(c->link.fd, POLLIN, -1);
+    if (!e) e = read_exact(&c->link, hb, sizeof hb, c->timeout_ms);
+    if (!e && (rio_hdr_decode(hb, &h) || !(h.type & RIO_REPLY) || h.len > c->max_request + 4096)) e = EPROTO;
+    if (!e) e = take_reply(c, &h);
+    if (e) break;
+  }
+  conn_kill(c, e);
+  conn_put(c);
+  pthread_mutex_lock(&cache_lock);
+  receivers--;
+  pthread_cond_broadcast(&rx_cond);
+  pthread_mutex_unlock(&cache_lock);
+  return NULL;
+}
+
+/* Put a request on the wire (header, body, then data) and register it for its reply. A
+ * failure ends the connection and reaches the waiter through finish(). */
+static void start(rio_conn *c, rio_req *r, unsigned type, const void *body, size_t blen,
+                  const struct iovec *data, int datacnt, uint64_t datalen) {
+  uint8_t hb[RIO_HDR_SIZE];
+  rio_hdr h = {RIO_VERSION, (uint16_t)type, 0, (uint32_t)(blen + datalen), next_id()};
+  r->id = h.id;
+  r->type = type;
+  r->state = WAITING;
+  r->err = 0;
+  r->t0 = PARIO_TRACE_T0();
+  r->sent = blen + datalen;
+  rio_hdr_encode(hb, &h);
+  pthread_mutex_lock(&c->lock);
+  int dead = c->dead;
+  if (dead) r->state = DONE, r->err = c->err;
+  else r->next = c->pending, c->pending = r;
+  pthread_mutex_unlock(&c->lock);
+  if (dead) return;
+  struct iovec small[16], *v = datacnt + 2 <= 16 ? small : malloc(sizeof *v * (size_t)(datacnt + 2));
+  if (!v) {
+    conn_kill(c, ENOMEM);
+    return;
+  }
+  v[0] = (struct iovec){hb, sizeof hb};
+  v[1] = (struct iovec){(void *)body, blen};
+  for (int i = 0; i < datacnt; i++) v[2 + i] = data[i];
+  pthread_mutex_lock(&c->send_lock);
+  int e = xfer_iov(&c->link, 1, v, datacnt + 2, c->timeout_ms);
+  pthread_mutex_unlock(&c->send_lock);
+  if (v != small) free(v);
+  if (e) conn_kill(c, e == EPIPE ? ECONNRESET : e);
+}
+
+/* Wait for r's reply, at most ms without it: then the server is taken for dead. */
+static int finish(rio_conn *c, rio_req *r, long long ms) {
+  uint64_t end = now_ns() + (uint64_t)ms * 1000000ull;
+  pthread_mutex_lock(&c->lock);
+  while (r->state != DONE) {
+    struct timespec ts = {(time_t)(end / 1000000000ull), (long)(end % 1000000000ull)};
+    if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT && r->state != DONE) {
+      kill_locked(c, ETIMEDOUT); /* a reply being received ends soon: its socket is shut */
+      end = now_ns() + 100000000ull;
+    }
+  }
+  pthread_mutex_unlock(&c->lock);
+  /* Tracing on: one span per request, its wire id as the flow, which the server's events of
+   * the same request carry too (pario trace merge draws the arrow). */
+  static const char *const names[RIO_T_MAX + 1] = {"", "rio HELLO", "rio AUTH", "rio PING", "rio OPEN",
+      "rio CLOSE", "rio DELETE", "rio STAT", "rio SET_SIZE", "rio PREALLOCATE", "rio SYNC", "rio READ",
+      "rio WRITE", "rio LOCK", "rio COUNTER", "rio ERROR"};
+  if (r->t0 && r->type <= RIO_T_MAX)
+    PARIO_TRACE_SPANX(PARIO_TC_DRIVER, names[r->type], r->t0, r->id, NULL, NULL, PARIO_TA("sent", r->sent),
+                      PARIO_TA("received", r->got), PARIO_TA("err", r->err));
+  return r->err;
+}
+
+/* A small frame of the handshake (before the receiver runs): send, then read the reply's
+ * body after its status block into out (exactly n bytes). */
+static int handshake_call(rio_link *fd, unsigned type, const uint8_t *body, size_t blen, uint8_t *out, size_t n,
+                          long long ms) {
+  uint8_t hb[RIO_HDR_SIZE], sb[RIO_STATUS];
+  rio_hdr h = {RIO_VERSION, (uint16_t)type, 0, (uint32_t)blen, next_id()};
+  rio_hdr_encode(hb, &h);
+  struct iovec v[2] = {{hb, sizeof hb}, {(void *)body, blen}};
+  int e = xfer_iov(fd, 1, v, 2, ms);
+  if (!e) e = read_exact(fd, hb, sizeof hb, ms);
+  if (!e && (rio_hdr_decode(hb, &h) || !(h.type & RIO_REPLY) || h.len < RIO_STATUS || h.len > 4096)) e = EPROTO;
+  if (!e) e = read_exact(fd, sb, sizeof sb, ms);
+  if (e) return e;
+  rio_rd rd = rio_rd_init(sb, sizeof sb);
+  int status = rio_get_status(&rd);
+  if (status != RIO_OK || (h.type & ~RIO_REPLY) != type)
+    return status == RIO_EAUTH ? EACCES : status != RIO_OK ? rio_errno_from_status(status) : EPROTO;
+  if (h.len - RIO_STATUS != n) return EPROTO;
+  return read_exact(fd, out, n, ms);
+}
+
+/* HELLO and AUTH: both sides prove they know the secret. */
+static int authenticate(rio_conn *c, const uint8_t *secret, size_t slen) {
+  rio_hello m = {RIO_VERSION, RIO_VERSION, 0, {0}};
+  uint8_t b[64], rep[SMALL_REPLY], mac[RIO_MAC];
+  if (rio_random(m.nonce, sizeof m.nonce)) return EIO;
+  size_t n = rio_encode_hello(b, sizeof b, &m);
+  int e = handshake_call(&c->link, RIO_T_HELLO, b, n, rep, 40, c->timeout_ms);
+  if (e) return e;
+  rio_rd rd = rio_rd_init(rep, 40);
+  c->version = rio_get_u16(&rd);
+  rio_get_u16(&rd);
+  rio_get_u32(&rd);
+  const uint8_t *challenge = rio_get_bytes(&rd, RIO_NONCE);
+  if (c->version != RIO_VERSION || !challenge) return EPROTO;
+  uint8_t ch[RIO_NONCE];
+  memcpy(ch, challenge, sizeof ch);
+  if (rio_auth_mac(secret, slen, 0, ch, m.nonce, mac)) return EIO;
+  e = handshake_call(&c->link, RIO_T_AUTH, mac, sizeof mac, rep, RIO_MAC + 24, c->timeout_ms);
+  if (e) return e;
+  rd = rio_rd_init(rep, RIO_MAC + 24);
+  const uint8_t *smac = rio_get_bytes(&rd, RIO_MAC);
+  c->max_request = rio_get_u64(&rd);
+  c->max_segments = rio_get_u32(&rd);
+  if (rio_auth_mac(secret, slen, 1, ch, m.nonce, mac)) return EIO;
+  if (!smac || !rio_mac_equal(smac, mac)) return EACCES; /* the server does not know the secret */
+  if (c->max_request < RIO_MIN_MAX_REQUEST || c->max_segments < 1) return EPROTO;
+  return 0;
+}
+
+/* A TCP connection to host:port within ms. */
+static int dial(const char *host, const char *port, long long ms, int *out) {
+  struct addrinfo hints, *ai = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  int g = getaddrinfo(host, port, &hints, &ai), e = EHOSTUNREACH;
+  if (g) return g == EAI_SYSTEM ? errno : EHOSTUNREACH;
+  for (struct addrinfo *a = ai; a; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      e = errno;
+      continue;
+    }
+    e = connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+    if (e == EINPROGRESS && (e = wait_fd(fd, POLLOUT, ms)) == 0) {
+      socklen_t sl = sizeof e;
+      if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &sl)) e = errno;
+    }
+    if (!e) {
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      *out = fd;
+      break;
+    }
+    close(fd);
+  }
+  freeaddrinfo(ai);
+  return e;
+}
+
+/* TLS over the connected socket: TLS 1.2 or later, the server's certificate verified against
+ * ca (or the system's store) and checked to name host (an address as an IP SAN, a name as a
+ * DNS name), the handshake within ms. */
+static int tls_start(rio_link *l, const char *host, const char *ca, long long ms) {
+  SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+  if (!ctx) return ENOMEM;
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+  if (!(*ca ? SSL_CTX_load_verify_locations(ctx, ca, NULL) : SSL_CTX_set_default_verify_paths(ctx))) {
+    pario_log(1, "x-rio://%s: cannot load the TLS CA file %s", host, ca);
+    SSL_CTX_free(ctx);
+    return EACCES;
+  }
+  l->ssl = SSL_new(ctx);
+  SSL_CTX_free(ctx); /* the SSL object keeps its own reference */
+  if (!l->ssl) return ENOMEM;
+  SSL_set_mode(l->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_set_fd(l->ssl, l->fd);
+  if (!X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(l->ssl), host)) {
+    SSL_set_tlsext_host_name(l->ssl, host);
+    SSL_set1_host(l->ssl, host);
+  }
+  for (;;) {
+    nopipe np;
+    nopipe_begin(&np);
+    ERR_clear_error();
+    int r = SSL_connect(l->ssl);
+    int err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(l->ssl, r);
+    nopipe_end(&np);
+    if (r == 1) return 0;
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+      int e = wait_fd(l->fd, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, ms);
+      if (e) return e;
+      continue;
+    }
+    long v = SSL_get_verify_result(l->ssl);
+    pario_log(1, "x-rio://%s: TLS handshake failed: %s", host,
+              v != X509_V_OK ? X509_verify_cert_error_string(v) : ERR_reason_error_string(ERR_peek_error()));
+    return v != X509_V_OK ? EACCES : ECONNRESET; /* a certificate refused: access denied */
+  }
+}
+
+static void link_close(rio_link *l) {
+  if (l->ssl) SSL_free(l->ssl);
+  l->ssl = NULL;
+  close(l->fd);
+  pthread_mutex_destroy(&l->lock);
+}
+
+/* Settings of one handle (or one DELETE): where, with which secret, how patient. */
+typedef struct rio_where {
+  char host[256], port[16], secret_file[512];
+  int tls;            /* pario_rio_tls */
+  char tls_ca[512];   /* pario_rio_tls_ca: "" for the system's CA store */
+  const char *path; /* relative to the server's root */
+  uint8_t secret[RIO_MAX_SECRET];
+  size_t slen;
+  long long timeout_ms;
+} rio_where;
+
+/* A live connection for w from the cache, or a new one (connected and authenticated). */
+static int conn_get(const rio_where *w, rio_conn **out) {
+  pthread_mutex_lock(&cache_lock);
+  for (rio_conn *c = cache; c; c = c->next) {
+    pthread_mutex_lock(&c->lock);
+    int ok = !c->dead && !strcmp(c->host, w->host) && !strcmp(c->port, w->port) &&
+             !strcmp(c->secret_file, w->secret_file) && c->tls == w->tls && !strcmp(c->tls_ca, w->tls_ca);
+    if (ok) c->refs++;
+    pthread_mutex_unlock(&c->lock);
+    if (ok) {
+      pthread_mutex_unlock(&cache_lock);
+      *out = c;
+      return 0;
+    }
+  }
+  rio_conn *c = calloc(1, sizeof *c);
+  int e = c ? dial(w->host, w->port, w->timeout_ms, &c->link.fd) : ENOMEM;
+  if (!e) {
+    pthread_mutex_init(&c->link.lock, NULL);
+    snprintf(c->host, sizeof c->host, "%s", w->host);
+    snprintf(c->port, sizeof c->port, "%s", w->port);
+    snprintf(c->secret_file, sizeof c->secret_file, "%s", w->secret_file);
+    snprintf(c->tls_ca, sizeof c->tls_ca, "%s", w->tls_ca);
+    c->tls = w->tls;
+    c->timeout_ms = w->timeout_ms;
+    e = w->tls ? tls_start(&c->link, w->host, w->tls_ca, w->timeout_ms) : 0;
+    if (!e) e = authenticate(c, w->secret, w->slen);
+    if (e) link_close(&c->link);
+  }
+  if (!e) {
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->send_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    c->refs = 2; /* the caller and the receiver */
+    pthread_attr_t ta;
+    pthread_attr_init(&ta);
+    pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+    pthread_t tid;
+    e = pthread_create(&tid, &ta, receiver, c);
+    pthread_attr_destroy(&ta);
+    if (e) {
+      link_close(&c->link);
+      pthread_mutex_destroy(&c->lock);
+      pthread_mutex_destroy(&c->send_lock);
+      pthread_cond_destroy(&c->cond);
+    } else {
+      receivers++;
+      c->next = cache;
+      cache = c;
+    }
+  }
+  pthread_mutex_unlock(&cache_lock);
+  if (e) free(c);
+  else *out = c;
+  return e;
+}
+
+void pario_rio_shutdown(void) {
+  pthread_mutex_lock(&cache_lock);
+  for (rio_conn *c = cache; c; c = c->next) conn_kill(c, ESHUTDOWN);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += 2;
+  while (receivers > 0 && pthread_cond_timedwait(&rx_cond, &cache_lock, &ts) != ETIMEDOUT) {}
+  pthread_mutex_unlock(&cache_lock);
+}
+
+/* ---- handles ------------------------------------------------------------------------------ */
+
+typedef struct rio_fh {
+  rio_where w;
+  char *name;             /* "host:port/path" as given; w.path points into it */
+  int flags;              /* RIO_O_* for the (possibly deferred) OPEN */
+  unsigned perm;
+  pthread_mutex_t lock;   /* the deferred OPEN happens once */
+  rio_conn *conn;         /* NULL until the handle reached the server */
+  uint64_t sh;            /* the server's handle, valid on conn only */
+  unsigned long long nio; /* READ and WRITE requests sent */
+} rio_fh;
+
+static uint32_t rio_flags(int flags) {
+  int acc = flags & O_ACCMODE;
+  uint32_t f = acc == O_WRONLY ? RIO_O_WRONLY : acc == O_RDWR ? RIO_O_RDWR : RIO_O_RDONLY;
+  if (flags & O_CREAT) f |= RIO_O_CREAT;
+  if (flags & O_EXCL) f |= RIO_O_EXCL;
+  if (flags & O_TRUNC) f |= RIO_O_TRUNC;
+  if (flags & O_APPEND) f |= RIO_O_APPEND;
+  return f;
+}
+
+static const char *setting(const pario_drv_args *a, const char *key, const char *env) {
+  const char *v = a && a->hint ? a->hint(a->ctx, key) : NULL;
+  if (!v || !*v) v = getenv(env);
+  return v && *v ? v : NULL;
+}
+
+/* The name, the secret and the timeout: hints win over the environment. */
+static int configure(rio_where *w, const char *name, const pario_drv_args *a) {
+  if (rio_parse_name(name, w->host, sizeof w->host, w->port, sizeof w->port, &w->path)) return EINVAL;
+  const char *t = setting(a, "pario_rio_timeout", "PARIO_RIO_TIMEOUT");
+  double s = t ? strtod(t, NULL) : 0;
+  w->timeout_ms = s > 0 && s < 1e7 ? (long long)(s * 1000) : DEFAULT_TIMEOUT_MS;
+  if (w->timeout_ms < 1) w->timeout_ms = 1;
+  const char *tls = setting(a, "pario_rio_tls", "PARIO_RIO_TLS"), *ca = setting(a, "pario_rio_tls_ca", "PARIO_RIO_TLS_CA");
+  w->tls = tls && (!strcmp(tls, "true") || !strcmp(tls, "enable") || !strcmp(tls, "1"));
+  snprintf(w->tls_ca, sizeof w->tls_ca, "%s", ca ? ca : "");
+  const char *sf = setting(a, "pario_rio_secret_file", "PARIO_RIO_SECRET_FILE");
+  if (!sf) {
+    pario_log(1, "x-rio://%s: no secret file (hint pario_rio_secret_file or PARIO_RIO_SECRET_FILE)", name);
+    return EACCES; /* without the secret the server cannot be reached: access denied */
+  }
+  snprintf(w->secret_file, sizeof w->secret_file, "%s", sf);
+  char why[128];
+  int e = rio_read_secret(sf, w->secret, &w->slen, why, sizeof why);
+  if (e) pario_log(1, "x-rio://%s: %s %s: %s", name, why, sf, strerror(e));
+  return e ? EACCES : 0;
+}
+
+/* One request and its reply on the handle's connection; reply fields land in r->fixed. */
+static int call(rio_conn *c, rio_req *r, unsigned type, const void *body, size_t blen, long long ms) {
+  memset(r, 0, sizeof *r);
+  start(c, r, type, body, blen, NULL, 0, 0);
+  return finish(c, r, ms);
+}
+
+/* The handle on the server: the deferred OPEN, on the first operation that needs it. An
+ * OPEN that fails is tried again by the next operation. */
+static int ensure(rio_fh *h, rio_conn **c) {
+  pthread_mutex_lock(&h->lock);
+  int e = 0;
+  if (!h->conn) {
+    rio_conn *nc;
+    e = conn_get(&h->w, &nc);
+    if (!e) {
+      uint8_t b[RIO_MAX_PATH + 16];
+      rio_req r;
+      size_t n = rio_encode_open(b, sizeof b, (uint32_t)h->flags, h->perm, h->w.path);
+      e = n ? call(nc, &r, RIO_T_OPEN, b, n, h->w.timeout_ms) : ENAMETOOLONG;
+      if (!e && r.fixedn != 16) e = EPROTO;
+      if (e) conn_put(nc);
+      else h->sh = rio_load_u64(r.fixed), h->conn = nc;
+    }
+  }
+  *c = h->conn;
+  pthread_mutex_unlock(&h->lock);
+  return e;
+}
+
+static void fh_free(rio_fh *h) {
+  pthread_mutex_destroy(&h->lock);
+  free(h->name);
+  free(h);
+}
+
+static int rio_open_ex(const char *path, int flags, unsigned perm, const pario_drv_args *a, void **handle) {
+  rio_fh *h = calloc(1, sizeof *h);
+  if (!h || !(h->name = strdup(path))) {
+    free(h);
+    return ENOMEM;
+  }
+  pthread_mutex_init(&h->lock, NULL);
+  int e = configure(&h->w, h->name, a);
+  h->flags = (int)rio_flags(flags);
+  h->perm = perm;
+  rio_conn *c;
+  if (!e && !(a && a->defer)) e = ensure(h, &c);
+  if (e) fh_free(h);
+  else *handle = h;
+  return e;
+}
+
+static int rio_open(const char *path, int flags, unsigned perm, void **handle) {
+  return rio_open_ex(path, flags, perm, NULL, handle);
+}
+
+static int rio_close(void *handle) {
+  rio_fh *h = handle;
+  int e = 0;
+  if (h->conn) {
+    uint8_t b[8];
+    rio_req r;
+    rio_store_u64(b, h->sh);
+    e = call(h->conn, &r, RIO_T_CLOSE, b, 8, h->w.timeout_ms);
+    conn_put(h->conn);
+  }
+  fh_free(h);
+  return e;
+}
+
+/* A request whose body is the server handle and nv-1 more numbers. */
+static int handle_op(rio_fh *h, unsigned type, int nv, uint64_t a, uint64_t b, rio_req *r) {
+  uint64_t v[3] = {h->sh, a, b};
+  uint8_t body[24];
+  rio_conn *c;
+  int e = ensure(h, &c); /* the server handle is known only after the OPEN */
+  if (e) return e;
+  v[0] = h->sh;
+  size_t n = rio_encode_u64s(body, sizeof body, nv, v);
+  return call(c, r, type, body, n, h->w.timeout_ms);
+}
+
+static int rio_sync(void *handle) {
+  rio_req r;
+  return handle_op(handle, RIO_T_SYNC, 1, 0, 0, &r);
+}
+
+static int rio_truncate(void *handle, off_t size) {
+  rio_req r;
+  return size < 0 ? EINVAL : handle_op(handle, RIO_T_SET_SIZE, 2, (uint64_t)size, 0, &r);
+}
+
+static int rio_allocate(void *handle, off_t offset, off_t len) {
+  rio_req r;
+  return offset < 0 || len < 0 ? EINVAL : handle_op(handle, RIO_T_PREALLOCATE, 3, (uint64_t)offset, (uint64_t)len, &r);
+}
+
+static int rio_size(void *handle, off_t *size) {
+  rio_req r;
+  int e = handle_op(handle, RIO_T_STAT, 1, 0, 0, &r);
+  if (!e && r.fixedn != 8) e = EPROTO;
+  if (!e) *size = (off_t)rio_load_u64(r.fixed);
+  return e;
+}
+
+static int rio_lock(void *handle, int op, off_t offset, off_t len) {
+  rio_fh *h = handle;
+  rio_conn *c;
+  rio_req r;
+  uint8_t b[40];
+  int e = ensure(h, &c);
+  if (e) return e;
+  rio_lock_req m = {h->sh, (uint32_t)op, (uint64_t)offset, (uint64_t)len};
+  return call(c, &r, RIO_T_LOCK, b, rio_encode_lock(b, sizeof b, &m), h->w.timeout_ms);
+}
+
+/* Byte-range locks are part of the protocol: every server has them. */
+static int rio_lock_probe(void *handle, int op) {
+  (void)handle, (void)op;
+  return 0;
+}
+
+static int rio_counter(void *handle, uint64_t key, int op, int64_t value, int64_t *old) {
+  rio_fh *h = handle;
+  rio_conn *c;
+  rio_req r;
+  uint8_t b[40];
+  int e = ensure(h, &c);
+  if (e) return e;
+  rio_counter_req m = {h->sh, key, (uint32_t)op, value};
+  e = call(c, &r, RIO_T_COUNTER, b, rio_encode_counter(b, sizeof b, &m), h->w.timeout_ms);
+  if (!e && r.fixedn != 8) e = EPROTO;
+  if (!e) *old = (int64_t)rio_load_u64(r.fixed);
+  return e;
+}
+
+static int rio_unlink_ex(const char *path, const pario_drv_args *a) {
+  rio_where *w = calloc(1, sizeof *w);
+  if (!w) return ENOMEM;
+  int e = configure(w, path, a);
+  rio_conn *c = NULL;
+  if (!e) e = conn_get(w, &c);
+  if (!e) {
+    uint8_t b[RIO_MAX_PATH + 8];
+    rio_req r;
+    size_t n = rio_encode_path(b, sizeof b, w->path);
+    e = n ? call(c, &r, RIO_T_DELETE, b, n, w->timeout_ms) : ENAMETOOLONG;
+    conn_put(c);
+  }
+  free(w);
+  return e;
+}
+
+static int rio_unlink(const char *path) { return rio_unlink_ex(path, NULL); }
+
+/* ---- data: READ and WRITE requests -------------------------------------------------------- */
+
+/* One request of a list transfer: its segments (cut where a request ends), its slice of the
+ * memory iovecs, and the bytes it moves. */
+typedef struct io_part {
+  rio_req r;
+  uint8_t *body;   /* io header + segments */
+  size_t blen;
+  struct iovec *mem;
+  int memcnt;
+  uint64_t bytes;
+} io_part;
+
+/* A cursor over the memory iovecs: the next len bytes as iovecs appended to p->mem. */
+typedef struct mem_cur {
+  const struct iovec *iov;
+  int cnt, i;
+  size_t off;
+} mem_cur;
+
+static int take_mem(mem_cur *m, uint64_t len, io_part *p, int *cap) {
+  while (len > 0 && m->i < m->cnt) {
+    size_t avail = m->iov[m->i].iov_len - m->off, k = avail < len ? avail : (size_t)len;
+    if (k == 0) {
+      m->i++, m->off = 0;
+      continue;
+    }
+    struct iovec *last = p->memcnt ? &p->mem[p->memcnt - 1] : NULL;
+    char *at = (char *)m->iov[m->i].iov_base + m->off;
+    if (last && (char *)last->iov_base + last->iov_len == at) { /* adjacent pieces: one iovec */
+      last->iov_len += k;
+      m->off += k;
+      len -= k;
+      continue;
+    }
+    if (p->memcnt == *cap) {
+      int nc = *cap ? 2 * *cap : 16;
+      struct iovec *nv = realloc(p->mem, sizeof *nv * (size_t)nc);
+      if (!nv) return ENOMEM;
+      p->mem = nv, *cap = nc;
+    }
+    p->mem[p->memcnt++] = (struct iovec){(char *)m->iov[m->i].iov_base + m->off, k};
+    m->off += k;
+    len -= k;
+  }
+  return len ? EINVAL : 0; /* memory shorter than the segments */
+}
+
+/* Cut segs into requests within the server's limits: at most max_segments segments and a
+ * body (and a READ reply) of at most max_request bytes. */
+static int plan_parts(const rio_conn *c, uint64_t sh, const pario_seg *segs, int nseg, const struct iovec *mem,
+                      int memcnt, io_part **out, int *nparts) {
+  uint64_t room_total = c->max_request - RIO_IO_HDR - RIO_STATUS - 8 - RIO_SEG; /* one segment's worth kept */
+  uint32_t maxseg = c->max_segments;
+  mem_cur m = {mem, memcnt, 0, 0};
+  io_part *parts = NULL;
+  int np = 0, cap = 0, e = 0, s = 0;
+  uint64_t used_in_seg = 0; /* bytes of segs[s] already placed */
+  while (!e && s < nseg) {
+    if (np == cap) {
+      int nc = cap ? 2 * cap : 4;
+      io_part *pp = realloc(parts, sizeof *pp * (size_t)nc);
+      if (!pp) { e = ENOMEM; break; }
+      parts = pp, cap = nc;
+    }
+    io_part *p = &parts[np++];
+    memset(p, 0, sizeof *p);
+    /* first pass: how many segments (or pieces of one) fit */
+    uint64_t room = room_total, bytes = 0;
+    int k = 0, t = s;
+    uint64_t u = used_in_seg;
+    while (t < nseg && (uint32_t)k < maxseg && room >= RIO_SEG) {
+      uint64_t left = (uint64_t)segs[t].len - u, take;
+      room -= RIO_SEG;
+      take = left < room ? left : room;
+      if (take == 0 && left > 0) break;
+      k++, bytes += take, room -= take;
+      if (take < left) { u += take; break; }
+      t++, u = 0;
+    }
+    p->blen = rio_io_hdr_bytes((uint32_t)k);
+    p->body = malloc(p->blen);
+    if (!p->body) { e = ENOMEM; break; }
+    rio_wr w = rio_wr_init(p->body, p->blen);
+    rio_put_io_hdr(&w, sh, 0, 0, (uint32_t)k);
+    int memcap = 0;
+    for (int i = 0; i < k && !e; i++) { /* second pass: from (s, used_in_seg) to (t, u) */
+      uint64_t take = s == t ? u - used_in_seg : (uint64_t)segs[s].len - used_in_seg;
+      rio_put_u64(&w, (uint64_t)segs[s].off + used_in_seg);
+      rio_put_u64(&w, take);
+      e = take_mem(&m, take, p, &memcap);
+      used_in_seg += take;
+      if (used_in_seg == (uint64_t)segs[s].len) s++, used_in_seg = 0;
+    }
+    p->bytes = bytes;
+  }
+  *out = parts;
+  *nparts = np;
+  return e;
+}
+
+static void free_parts(io_part *parts, int np) {
+  for (int i = 0; i < np; i++) {
+    free(parts[i].body);
+    free(parts[i].mem);
+  }
+  free(parts);
+}
+
+/* A list transfer: every request is sent before the first reply is awaited, so the server
+ * works on one while the next travels. */
+static int io_list(rio_fh *h, int wr, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt,
+                   size_t *done) {
+  rio_conn *c;
+  io_part *parts = NULL;
+  int np = 0, e = ensure(h, &c);
+  *done = 0;
+  for (int i = 0; !e && i < nseg; i++)
+    if (segs[i].off < 0 || segs[i].len < 0 || segs[i].off > INT64_MAX - segs[i].len) e = EINVAL;
+  if (!e) e = plan_parts(c, h->sh, segs, nseg, mem, memcnt, &parts, &np);
+  if (e) {
+    free_parts(parts, np);
+    return e;
+  }
+  for (int i = 0; i < np; i++) {
+    io_part *p = &parts[i];
+    if (!wr) p->r.iov = p->mem, p->r.iovcnt = p->memcnt, p->r.want = p->bytes;
+    start(c, &p->r, wr ? RIO_T_WRITE : RIO_T_READ, p->body, p->blen, wr ? p->mem : NULL, wr ? p->memcnt : 0,
+          wr ? p->bytes : 0);
+  }
+  __atomic_add_fetch(&h->nio, (unsigned long long)np, __ATOMIC_RELAXED);
+  int short_read = 0;
+  for (int i = 0; i < np; i++) { /* wait for all: nothing may still point at the caller's memory */
+    io_part *p = &parts[i];
+    int pe = finish(c, &p->r, h->w.timeout_ms);
+    uint64_t got = wr ? (p->r.fixedn == 8 ? rio_load_u64(p->r.fixed) : 0) : p->r.got;
+    if (!pe && wr && (p->r.fixedn != 8 || got != p->bytes)) pe = p->r.fixedn != 8 ? EPROTO : EIO;
+    if (!e) e = pe;
+    if (!e && !short_read) *done += (size_t)got;
+    if (got < p->bytes) short_read = 1; /* end of file: nothing after it counts */
+  }
+  free_parts(parts, np);
+  return e;
+}
+
+static int rio_preadl(void *h, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt, size_t *done) {
+  return io_list(h, 0, segs, nseg, mem, memcnt, done);
+}
+
+static int rio_pwritel(void *h, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt, size_t *done) {
+  return io_list(h, 1, segs, nseg, mem, memcnt, done);
+}
+
+static int contig(void *h, int wr, const struct iovec *iov, int cnt, off_t offset, size_t *done) {
+  size_t total = 0;
+  for (int i = 0; i < cnt; i++) total += iov[i].iov_len;
+  pario_seg s = {offset, (off_t)total};
+  *done = 0;
+  return total ? io_list(h, wr, &s, 1, iov, cnt, done) : 0;
+}
+
+static int rio_preadv(void *h, const struct iovec *iov, int cnt, off_t offset, size_t *done) {
+  return contig(h, 0, iov, cnt, offset, done);
+}
+
+static int rio_pwritev(void *h, const struct iovec *iov, int cnt, off_t offset, size_t *done) {
+  return contig(h, 1, iov, cnt, offset, done);
+}
+
+void pario_rio_describe(void *handle, pario_rio_info *out) {
+  rio_fh *h = handle;
+  memset(out, 0, sizeof *out);
+  snprintf(out->server, sizeof out->server, strchr(h->w.host, ':') ? "[%s]:%s" : "%s:%s", h->w.host, h->w.port);
+  snprintf(out->secret_file, sizeof out->secret_file, "%s", h->w.secret_file);
+  snprintf(out->tls_ca, sizeof out->tls_ca, "%s", h->w.tls_ca);
+  out->tls = h->w.tls;
+  out->timeout_ms = h->w.timeout_ms;
+  out->requests = __atomic_load_n(&h->nio, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&h->lock);
+  out->connected = h->conn != NULL;
+  out->version = h->conn ? h->conn->version : RIO_VERSION;
+  pthread_mutex_unlock(&h->lock);
+}
+
+const pario_driver pario_driver_rio = {
+    .name = "rio",
+    .open = rio_open,
+    .close = rio_close,
+    .preadv = rio_preadv,
+    .pwritev = rio_pwritev,
+    .sync = rio_sync,
+    .truncate = rio_truncate,
+    .allocate = rio_allocate,
+    .size = rio_size,
+    .lock = rio_lock,
+    .lock_probe = rio_lock_probe,
+    .unlink = rio_unlink,
+    .remote = 1,
+    .hint_prefix = "pario_rio_",
+    .io_threads = 16, /* nonblocking operations of a file in flight at once (seed 004 allowed 64) */
+    .open_ex = rio_open_ex,
+    .unlink_ex = rio_unlink_ex,
+    .preadl = rio_preadl,
+    .pwritel = rio_pwritel,
+    .counter = rio_counter,
+};
+
+__attribute__((constructor)) static void rio_register(void) { pario_driver_register("x-rio://", &pario_driver_rio); }

@@ -1,0 +1,175 @@
+/* pario-server end to end through the raw protocol: authentication, open/create, WRITE and
+ * READ of segment lists (checked against the bytes on disk), a streamed multi-megabyte
+ * transfer, end of file inside a READ, stat/set_size/preallocate/sync, byte-range locks that
+ * wait without blocking other requests, the shared counter, pipelined requests matched by id,
+ * close, stale handles, delete, and a clean SIGTERM shutdown.
+ * usage: test_rio_basic PARIO_SERVER [SERVER OPTIONS...] */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../unit/check.h"
+#include "rioclient.h"
+
+static rc_server S;
+static uint8_t secret[RIO_MAX_SECRET];
+static size_t slen;
+
+static int disk_bytes(const char *name, uint64_t off, void *buf, size_t n) {
+  char p[1024];
+  snprintf(p, sizeof p, "%s/%s", S.root, name);
+  int fd = open(p, O_RDONLY);
+  if (fd < 0) return -1;
+  ssize_t r = pread(fd, buf, n, (off_t)off);
+  close(fd);
+  return r == (ssize_t)n ? 0 : -1;
+}
+
+static void test_segments(rc_conn *c) {
+  uint64_t h, size;
+  CHECK(rc_open(c, "nodir/f", RIO_O_RDWR | RIO_O_CREAT, 0644, &h, &size) == RIO_ENOENT, "missing dir: ENOENT");
+  CHECK(rc_open(c, "f.dat", RIO_O_RDWR | RIO_O_CREAT, 0644, &h, &size) == 0 && size == 0, "create");
+  uint64_t off[3] = {100, 0, 50}, len[3] = {10, 5, 20}, done = 0;
+  uint8_t data[35], back[35], disk[35];
+  for (int i = 0; i < 35; i++) data[i] = (uint8_t)(i * 7 + 1);
+  CHECK(rc_write(c, h, 3, off, len, data, &done) == 0 && done == 35, "write 3 segments: done %llu",
+        (unsigned long long)done);
+  CHECK(rc_read(c, h, 3, off, len, back, &done) == 0 && done == 35 && !memcmp(back, data, 35), "read them back");
+  CHECK(disk_bytes("f.dat", 100, disk, 10) == 0 && !memcmp(disk, data, 10), "segment 0 on disk");
+  CHECK(disk_bytes("f.dat", 0, disk, 5) == 0 && !memcmp(disk, data + 10, 5), "segment 1 on disk");
+  CHECK(disk_bytes("f.dat", 50, disk, 20) == 0 && !memcmp(disk, data + 15, 20), "segment 2 on disk");
+  uint64_t o2[3] = {105, 0, 60}, l2[3] = {10, 5, 5};
+  CHECK(rc_read(c, h, 3, o2, l2, back, &done) == 0 && done == 5 && !memcmp(back, data + 5, 5),
+        "EOF inside the list: the bytes up to EOF, then nothing (done %llu)", (unsigned long long)done);
+  CHECK(rc_stat(c, h, &size) == 0 && size == 110, "stat size %llu", (unsigned long long)size);
+  CHECK(rc_set_size(c, h, 4096) == 0 && rc_stat(c, h, &size) == 0 && size == 4096, "set_size");
+  CHECK(rc_preallocate(c, h, 0, 8192) == 0 && rc_stat(c, h, &size) == 0 && size == 8192, "preallocate extends");
+  CHECK(rc_handle_op(c, RIO_T_SYNC, h) == 0, "sync");
+  /* empty segments and an empty list */
+  uint64_t o3[2] = {7, 0}, l3[2] = {0, 0};
+  CHECK(rc_write(c, h, 2, o3, l3, "", &done) == 0 && done == 0, "empty segments");
+  CHECK(rc_handle_op(c, RIO_T_CLOSE, h) == 0, "close");
+  CHECK(rc_stat(c, h, &size) == RIO_EBADF, "stale handle refused");
+  uint64_t ro;
+  CHECK(rc_open(c, "f.dat", RIO_O_RDONLY, 0, &ro, &size) == 0 && size == 8192, "reopen read-only");
+  CHECK(rc_write(c, ro, 1, off, len, data, &done) == RIO_EBADF, "write on a read-only handle");
+  CHECK(rc_open(c, "f.dat", RIO_O_RDWR | RIO_O_CREAT | RIO_O_EXCL, 0644, &h, NULL) == RIO_EEXIST, "O_EXCL");
+  CHECK(rc_handle_op(c, RIO_T_CLOSE, ro) == 0, "close ro");
+  CHECK(rc_delete(c, "f.dat") == 0, "delete");
+  struct stat st;
+  char p[1024];
+  snprintf(p, sizeof p, "%s/f.dat", S.root);
+  CHECK(stat(p, &st) != 0, "deleted on disk");
+  CHECK(rc_delete(c, "f.dat") == RIO_ENOENT, "delete again: ENOENT");
+}
+
+static void test_large(rc_conn *c) {
+  size_t n = 3u << 20;
+  uint8_t *a = malloc(n), *b = malloc(n), *d = malloc(n);
+  for (size_t i = 0; i < n; i++) a[i] = (uint8_t)(i * 2654435761u >> 13);
+  uint64_t h, done;
+  CHECK(rc_open(c, "big", RIO_O_RDWR | RIO_O_CREAT | RIO_O_TRUNC, 0600, &h, NULL) == 0, "open big");
+  uint64_t off[2] = {n / 2, 0}, len[2] = {n / 2, n / 2};
+  CHECK(rc_write(c, h, 2, off, len, a, &done) == 0 && done == n, "3 MiB write streamed");
+  CHECK(rc_read(c, h, 2, off, len, b, &done) == 0 && done == n && !memcmp(a, b, n), "3 MiB read streamed");
+  CHECK(disk_bytes("big", 0, d, n / 2) == 0 && !memcmp(d, a + n / 2, n / 2), "big on disk");
+  rc_handle_op(c, RIO_T_CLOSE, h);
+  free(a), free(b), free(d);
+}
+
+static void test_locks_counter(rc_conn *c1, rc_conn *c2) {
+  uint64_t h1, h2;
+  CHECK(rc_open(c1, "shared", RIO_O_RDWR | RIO_O_CREAT, 0644, &h1, NULL) == 0, "open 1");
+  CHECK(rc_open(c2, "shared", RIO_O_RDWR, 0, &h2, NULL) == 0, "open 2");
+  CHECK(rc_lock(c1, h1, RIO_LOCK_WRITE, 0, 100) == 0, "write lock 1");
+  /* c2's conflicting lock waits; c2's ping is answered meanwhile. */
+  rio_lock_req m = {h2, RIO_LOCK_WRITE, 50, 10};
+  uint8_t b[32];
+  rio_encode_lock(b, sizeof b, &m);
+  CHECK(rc_send_frame(c2->fd, RIO_T_LOCK, 777, b, 32) == 0, "send waiting lock");
+  CHECK(rc_ping(c2) == 0, "ping answered while the lock waits");
+  rio_hdr hh;
+  uint8_t *rb;
+  CHECK(rc_recv_frame(c2->fd, &hh, &rb, 300) != 0, "lock not granted while held");
+  CHECK(rc_lock(c1, h1, RIO_UNLOCK, 0, 100) == 0, "unlock 1");
+  CHECK(rc_recv_frame(c2->fd, &hh, &rb, 10000) == 0 && hh.id == 777 && rb && rb[0] == 0, "lock granted after unlock");
+  free(rb);
+  CHECK(rc_lock(c1, h1, RIO_LOCK_WRITE, 60, 10) == 0, "a disjoint range is granted at once");
+  CHECK(rc_lock(c2, h2, RIO_UNLOCK, 50, 10) == 0, "unlock 2");
+  CHECK(rc_lock(c1, h1, RIO_UNLOCK, 60, 10) == 0, "unlock 1 again");
+  CHECK(rc_lock(c1, h1, RIO_LOCK_READ, 0, 0) == 0, "read lock to EOF");
+  CHECK(rc_lock(c2, h2, RIO_LOCK_READ, 0, 0) == 0, "read locks share");
+  rc_lock(c1, h1, RIO_UNLOCK, 0, 0);
+  rc_lock(c2, h2, RIO_UNLOCK, 0, 0);
+
+  int64_t old = -1;
+  CHECK(rc_counter(c1, h1, 7, RIO_CTR_ADD, 5, &old) == 0 && old == 0, "fetch-and-add starts at 0");
+  CHECK(rc_counter(c2, h2, 7, RIO_CTR_ADD, 3, &old) == 0 && old == 5, "shared across connections (%lld)",
+        (long long)old);
+  CHECK(rc_counter(c1, h1, 7, RIO_CTR_GET, 0, &old) == 0 && old == 8, "get");
+  CHECK(rc_counter(c1, h1, 7, RIO_CTR_SET, 100, &old) == 0 && old == 8, "set returns old");
+  CHECK(rc_counter(c2, h2, 8, RIO_CTR_GET, 0, &old) == 0 && old == 0, "another key");
+  CHECK(rc_counter(c2, h2, 7, 9, 0, &old) == RIO_EINVAL, "bad counter op");
+  rc_handle_op(c1, RIO_T_CLOSE, h1);
+  rc_handle_op(c2, RIO_T_CLOSE, h2);
+  CHECK(rc_open(c1, "shared", RIO_O_RDWR, 0, &h1, NULL) == 0, "reopen");
+  CHECK(rc_counter(c1, h1, 7, RIO_CTR_GET, 0, &old) == 0 && old == 0, "counter dropped with the last handle");
+  rc_handle_op(c1, RIO_T_CLOSE, h1);
+}
+
+/* 32 requests sent before any reply is read; every reply comes back once, matched by id. */
+static void test_pipeline(rc_conn *c) {
+  uint64_t h, off = 0, len = 4096, done;
+  uint8_t data[4096];
+  memset(data, 0x5a, sizeof data);
+  rc_open(c, "pipe", RIO_O_RDWR | RIO_O_CREAT, 0644, &h, NULL);
+  rc_write(c, h, 1, &off, &len, data, &done);
+  size_t n;
+  uint8_t *body = rc_io_body(h, 0, 0, 1, &off, &len, NULL, &n), pb[8] = {0};
+  int sent = 0, seen[32] = {0};
+  for (int i = 0; i < 32; i++)
+    sent += rc_send_frame(c->fd, i % 2 ? RIO_T_READ : RIO_T_PING, 1000 + (uint64_t)i, i % 2 ? body : pb,
+                          i % 2 ? n : 8) == 0;
+  CHECK(sent == 32, "32 requests sent");
+  int good = 0;
+  for (int i = 0; i < 32; i++) {
+    rio_hdr hh;
+    uint8_t *rb;
+    if (rc_recv_frame(c->fd, &hh, &rb, 10000)) break;
+    int k = (int)(hh.id - 1000);
+    if (k >= 0 && k < 32 && !seen[k]) {
+      seen[k] = 1;
+      if (k % 2 == 0) good += hh.type == (RIO_T_PING | RIO_REPLY) && hh.len == 32;
+      else good += hh.type == (RIO_T_READ | RIO_REPLY) && hh.len == 16 + 4096 && rb[16] == 0x5a && rb[16 + 4095] == 0x5a;
+    }
+    free(rb);
+  }
+  CHECK(good == 32, "32 pipelined replies matched by id (%d)", good);
+  free(body);
+  rc_handle_op(c, RIO_T_CLOSE, h);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return fprintf(stderr, "usage: %s PARIO_SERVER\n", argv[0]), 2;
+  const char *extra[16] = {"--threads", "2", "--log-level", "debug"};
+  for (int i = 2, k = 4; i < argc && k < 15; i++) extra[k++] = argv[i]; /* more server options */
+  if (rc_workdir(&S, "basic") || rc_server_start(&S, argv[1], extra)) return fprintf(stderr, "cannot start\n"), 1;
+  rc_read_secret(&S, secret, &slen);
+  rc_conn c1, c2;
+  CHECK(rc_connect(&c1, &S, secret, slen) == 0, "connect and authenticate");
+  CHECK(c1.max_request == RIO_DEFAULT_MAX_REQUEST && c1.max_segments == RIO_DEFAULT_MAX_SEGMENTS, "limits");
+  CHECK(rc_connect(&c2, &S, secret, slen) == 0, "second connection");
+  CHECK(rc_ping(&c1) == 0, "ping");
+  test_segments(&c1);
+  test_large(&c1);
+  test_locks_counter(&c1, &c2);
+  test_pipeline(&c2);
+  rc_close_conn(&c1);
+  rc_close_conn(&c2);
+  CHECK(rc_server_stop(&S) == 0, "clean stop on SIGTERM");
+  CHECK(rc_log_has(&S, "shutting down") == 1, "shutdown logged");
+  printf("%d checks, %d failures (log: %s)\n", checks, failures, S.log);
+  return failures != 0;
+}

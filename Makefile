@@ -45,7 +45,7 @@ test-sanitize:
 
 test-tsan:
 	cmake -S . -B $(BUILD)/tsan-mpich -DPARIO_MPI=mpich -DPARIO_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	cmake --build $(BUILD)/tsan-mpich -j $(JOBS) --target pario mpi_nonblocking mpi_threads mpi_directio mpi_collective mpi_shared
+	cmake --build $(BUILD)/tsan-mpich -j $(JOBS) --target pario mpi_nonblocking mpi_threads mpi_directio mpi_collective mpi_shared trace_traced
 	ctest --test-dir $(BUILD)/tsan-mpich --output-on-failure --timeout 300 -L tsan
 
 # pario-server's libFuzzer target (clang, ASan + UBSan) for 10^7 executions (long: hours on

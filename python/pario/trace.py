@@ -339,10 +339,9 @@ def _flow_events(flows, origin: int) -> List[dict]:
         chain = [src[0]] + dst
         for i, (t, e, pid, tid, _) in enumerate(chain):
             ph = "s" if i == 0 else ("f" if i == len(chain) - 1 else "t")
+            # 1 ns into the slice, so that every hop lies inside the slice it belongs to
             ev = {"ph": ph, "id": seq, "name": "request", "cat": "flow", "pid": pid, "tid": tid,
-                  "ts": (t - origin) / 1000.0 + (0.001 if i == 0 else 0)}
-            if ph == "f":
-                ev["bp"] = "e"
+                  "ts": (t - origin) / 1000.0 + 0.001, "bp": "e"}
             out.append(ev)
     return out
 

@@ -469,6 +469,27 @@ static int authenticate(rio_conn *c, const uint8_t *secret, size_t slen) {
   return 0;
 }
 
+/* Tracing on: the server's clock against this process's, through PING (the exchange with the
+ * smallest round trip wins, its half round trip the error bound), so that pario trace merge
+ * puts the server's events on rank 0's timeline (docs/trace-format.md, server_clock). A
+ * failure only leaves the offset unmeasured. */
+static void measure_server_clock(rio_conn *c) {
+  int64_t best_rtt = -1, best_off = 0;
+  for (int i = 0; i < 8; i++) {
+    uint8_t body[8], out[24];
+    uint64_t t0 = now_ns();
+    rio_store_u64(body, t0);
+    if (handshake_call(&c->link, RIO_T_PING, body, sizeof body, out, sizeof out, c->timeout_ms)) return;
+    uint64_t t3 = now_ns(), tr = rio_load_u64(out + 8), ts = rio_load_u64(out + 16);
+    int64_t rtt = (int64_t)(t3 - t0) - (int64_t)(ts - tr);
+    if (best_rtt < 0 || rtt < best_rtt)
+      best_rtt = rtt, best_off = (int64_t)(t0 / 2 + t3 / 2) - (int64_t)(tr / 2 + ts / 2);
+  }
+  char name[300];
+  snprintf(name, sizeof name, "server %s:%s", c->host, c->port);
+  pario_trace_server_clock(name, best_off, best_rtt / 2 + 1);
+}
+
 /* A TCP connection to host:port within ms. */
 static int dial(const char *host, const char *port, long long ms, int *out) {
   struct addrinfo hints, *ai = NULL;
@@ -588,6 +609,7 @@ static int conn_get(const rio_where *w, rio_conn **out) {
     c->timeout_ms = w->timeout_ms;
     e = w->tls ? tls_start(&c->link, w->host, w->tls_ca, w->timeout_ms) : 0;
     if (!e) e = authenticate(c, w->secret, w->slen);
+    if (!e && PARIO_TRACING()) measure_server_clock(c);
     if (e) link_close(&c->link);
   }
   if (!e) {

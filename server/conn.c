@@ -1,8 +1,6 @@
-/* One client connection of pario-server: the byte stream (socket), authentication (HELLO, AUTH
- * with HMAC-SHA-256, nothing else accepted before), then the frame loop, which checks every
- * header against the limits before it allocates, hands requests to the worker pool (many in
- * flight: pipelining, replies matched by id) and streams WRITE data to storage in bounded
- * chunks. A protocol error ends only this connection. */
+/* One client connection: the socket stream, authentication (only HELLO then AUTH, HMAC-SHA-256),
+ * then the frame loop: headers checked against the limits before any allocation, requests to
+ * the worker pool (pipelined, replies by id), WRITE data streamed to storage in bounded chunks. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>

@@ -1,8 +1,6 @@
-/* Emulated links and storage (--emulate), so wide-area experiments can be repeated on one
- * machine without netem: every byte between clients and server crosses one emulated link
- * (a bandwidth shared by all connections, per direction, plus a fixed one-way latency, many
- * frames in flight), and storage operations pass a server-wide bandwidth token bucket.
- * docs/remote.md says exactly what is emulated and what is not. */
+/* --emulate: one emulated link between clients and server (shared bandwidth per direction, a
+ * one-way latency, many frames in flight) and a server-wide storage bandwidth, so the seed's
+ * wide-area experiments run on one machine; server/README.md says exactly what is emulated. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,11 +1,7 @@
-/* pario-server --forward-to HOST:PORT: a forwarder node (seed 004 section 3). It
- * authenticates its clients like a server, forwards their requests over one shared upstream
- * connection, and routes the replies back by id. READ/WRITE requests tagged with the same
- * coll_id (coll_n parts: one collective operation of several clients) are gathered and sent
- * upstream as one request whose segments are sorted and adjacent ones joined, so the server
- * does one I/O; the reply is split back to each part. A part whose group does not complete in
- * 500 ms, or a group that cannot be merged (different files, overlapping pieces, over the
- * server's limits), goes upstream as it came. */
+/* pario-server --forward-to: a forwarder node (seed 004 section 3). Clients' requests go upstream
+ * over one shared connection, replies come back by id; the READ/WRITE parts of one collective
+ * (same coll_id) are merged into one request of sorted, joined segments and the reply split
+ * back; a group incomplete after 500 ms or not mergeable goes part by part. */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -532,7 +528,8 @@ static void *reader_main(void *arg) {
     else srv_log(LOG_WARN, "forward: a reply for no request (id %llu) from upstream", (unsigned long long)h.id);
     free(body);
   }
-  if (!__atomic_load_n(&up.stop, __ATOMIC_ACQUIRE)) srv_log(LOG_ERROR, "forward: the upstream server closed the connection; requests fail with EIO");
+  if (!__atomic_load_n(&up.stop, __ATOMIC_ACQUIRE))
+    srv_log(LOG_ERROR, "forward: the upstream server closed the connection; requests fail with EIO");
   fail_all();
   return NULL;
 }

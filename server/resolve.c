@@ -1,8 +1,6 @@
-/* Confinement: every path a client names is resolved beneath the server's root. openat2 with
- * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS where the kernel has it; elsewhere a walk one
- * component at a time with O_NOFOLLOW that refuses every symbolic link. Before either, a
- * lexical check refuses absolute paths and `..` that climbs above the root, so the refusal
- * names its cause. */
+/* Confinement: every client path resolves beneath the root, by openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_MAGICLINKS), or where that is missing by an O_NOFOLLOW walk refusing every symbolic
+ * link; a lexical check first refuses absolute paths and `..` above the root, naming the cause. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>

@@ -1,8 +1,6 @@
-/* Optional TLS (--tls-cert/--tls-key) under the same frames: OpenSSL, TLS 1.2 or newer, the
- * handshake in the connection's thread with a 10 s limit. The reader and the workers share one
- * SSL object, which OpenSSL does not allow from two threads at once: every SSL_read/SSL_write
- * runs under the connection's tls_mu on a non-blocking socket, and the waiting (poll) is done
- * outside that lock, so a reader waiting for a request never holds up a reply. */
+/* Optional TLS (--tls-cert/--tls-key, OpenSSL, TLS 1.2+). The reader and the workers share one
+ * SSL object, which OpenSSL does not allow from two threads at once: each SSL_read/SSL_write runs
+ * under a per-connection lock on a non-blocking socket, and the waiting is done outside it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/err.h>

@@ -1,9 +1,6 @@
-/* Server-side tracing (--trace DIR, issue 17): spans of network receive/send and storage
- * operations with sizes, durations and the request id as flow, and counters (cpu_pct,
- * dirty_kb) sampled every 100 ms, in the pario trace directory format: JSON Lines in
- * DIR/server-<port>-<pid>.jsonl, a header line first. Events are recorded in memory and
- * written when the buffer fills and at shutdown, so tracing costs no I/O on the request path
- * except at a flush. */
+/* Server-side tracing (--trace DIR, issue 17): network and storage spans with sizes, durations
+ * and the request id as flow, cpu_pct/dirty_kb counters every 100 ms, as JSON Lines in
+ * DIR/server-<port>-<pid>.jsonl; kept in memory, written when the buffer fills and at shutdown. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

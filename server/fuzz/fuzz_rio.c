@@ -1,9 +1,6 @@
-/* libFuzzer target over pario-server's frame decoder and request handlers: the fuzz input is
- * the byte stream a client sends on one connection, served by the real connection code
- * (conn.c, ops.c, shared.c, resolve.c) against a temporary root, with the requests run inline
- * (no worker threads) and the replies checked to be well-formed frames. The first input byte
- * chooses whether the connection starts authenticated (bit 0) or must pass HELLO/AUTH.
- * Build: clang -fsanitize=fuzzer,address,undefined (server/CMakeLists.txt, target rio-fuzz). */
+/* libFuzzer target over pario-server's frame decoder and request handlers: the input is one
+ * connection's byte stream (first byte: start authenticated or not), served inline by the real
+ * conn.c/ops.c against a temporary root, every reply checked to be a well-formed frame. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,11 +1,7 @@
-/* rio-load: a bounded load generator for pario-server and its forwarder (measurements in
- * server/README.md). N client threads, each with its own connection, run S steps; at every
- * step each writes (or reads) its piece of a block of N adjacent pieces, optionally tagged as
- * one collective operation (coll_id = step, coll_n = N) so a forwarder can merge them, and all
- * wait for each other (like the ranks of a collective call). Prints one line: bytes, seconds,
- * MB/s and client requests/s. Stops after S steps or --max-seconds, whichever comes first.
- * usage: rio-load HOST:PORT SECRET_FILE [--clients N] [--steps S] [--piece BYTES]
- *                 [--op write|read] [--coll 0|1] [--max-seconds T] [--file NAME] */
+/* rio-load: a bounded collective load for pario-server and its forwarder (tests/rio/measure.sh):
+ * N client threads, S steps, each step every client writes or reads its piece of a block of N
+ * adjacent pieces, tagged as one collective, then all wait. Prints MB/s and requests/s.
+ * usage: rio-load HOST:PORT SECRET [--clients N] [--steps S] [--piece B] [--op write|read] ... */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,6 @@
-/* pario-server end to end through the raw protocol: authentication, open/create, WRITE and
- * READ of segment lists (checked against the bytes on disk), a streamed multi-megabyte
- * transfer, end of file inside a READ, stat/set_size/preallocate/sync, byte-range locks that
- * wait without blocking other requests, the shared counter, pipelined requests matched by id,
- * close, stale handles, delete, and a clean SIGTERM shutdown.
+/* pario-server end to end through the raw protocol: every request type checked against the bytes
+ * on disk, streamed transfers, end of file inside a READ, locks that wait without blocking,
+ * the shared counter, 32 pipelined requests, stale handles, a clean SIGTERM shutdown.
  * usage: test_rio_basic PARIO_SERVER [SERVER OPTIONS...] */
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,8 +1,6 @@
-/* pario-server as a forwarder (--forward-to): every request type passes through it unchanged
- * (open, segments, locks that wait, the counter, close, delete), handles of one client are
- * refused to another, and the WRITE and READ requests of a collective operation (4 clients,
- * same coll_id) reach the server as one merged request each: the server's own count says so,
- * and the bytes on disk and read back are those written.
+/* pario-server as a forwarder: every request type passes through (handles kept per client), and
+ * the READ/WRITE parts of collective operations reach the server merged, one request per
+ * collective (the server's count says so), with the right bytes on disk and read back.
  * usage: test_rio_forward PARIO_SERVER */
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,8 +1,6 @@
-/* pario-server under attack (issue 16's security list), each attack refused and logged, and a
- * good client served afterwards: path escapes (.., absolute, symbolic links out of the root,
- * /proc/self), under openat2 and under the O_NOFOLLOW fallback; a wrong secret; requests
- * without authentication; oversize lengths before and after authentication; truncated and
- * garbage frames; a bounded flood of connections. Loopback only.
+/* pario-server under the issue's attacks, each refused, logged, and a good client served after:
+ * path escapes (openat2 and the O_NOFOLLOW fallback), wrong secret, no authentication, oversize
+ * lengths, truncated and garbage frames, a bounded flood, an idle client. Loopback only.
  * usage: test_rio_security PARIO_SERVER */
 #include <fcntl.h>
 #include <stdlib.h>

@@ -134,7 +134,7 @@ int srv_trace_open(const char *dir, const char *shown, char *why, size_t whylen)
   if (!buf) return snprintf(why, whylen, "--trace: out of memory"), -1;
   gethostname(host, sizeof host - 1);
   fprintf(out, "{\"type\":\"header\",\"format\":\"pario-trace\",\"version\":1,\"kind\":\"server\",\"pid\":%d,"
-          "\"host\":\"%s\",\"name\":\"server %s\",\"clock_offset_ns\":0,\"clock_err_ns\":0}\n", (int)getpid(), host, shown);
+          "\"host\":\"%s\",\"name\":\"server %s\",\"clock_offset_ns\":0,\"clock_err_ns\":-1}\n", (int)getpid(), host, shown);
   on = 1;
   if (pthread_create(&sampler, NULL, sample_main, NULL)) return snprintf(why, whylen, "--trace: no thread"), -1;
   srv_log(LOG_INFO, "tracing to %s", path);

@@ -26,7 +26,7 @@ lines = [json.loads(l) for l in open(path)]
 h = lines[0]
 assert h["type"] == "header" and h["format"] == "pario-trace" and h["version"] == 1, h
 assert h["kind"] == "server" and h["pid"] == pid and h["name"] == f"server 127.0.0.1:{port}", h
-assert h["clock_offset_ns"] == 0 and h["clock_err_ns"] == 0 and h["host"], h
+assert h["clock_offset_ns"] == 0 and h["clock_err_ns"] == -1 and h["host"], h
 spans = [e for e in lines[1:] if e["type"] == "span"]
 ctrs = [e for e in lines[1:] if e["type"] == "counter"]
 names = {e["name"] for e in spans}

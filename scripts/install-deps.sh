@@ -12,7 +12,10 @@ pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libmpich-dev m
       gfortran libhdf5-openmpi-dev libhdf5-mpich-dev python3-h5py-mpi libnetcdf-mpi-dev dpkg-dev
       # pario-server's libFuzzer target (clang with its fuzzer/sanitizer runtimes); the openssl
       # command makes the TLS test's self-signed certificate
-      clang-14 libclang-rt-14-dev openssl)
+      clang-14 libclang-rt-14-dev openssl
+      # pario bench remote: the peer it measures pario-server against (XRootD's server, xrdcp,
+      # its Python client) and the plain TCP copy that bounds the link (iperf3)
+      xrootd-server xrootd-client python3-xrootd iperf3)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

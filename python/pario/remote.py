@@ -357,6 +357,19 @@ class Sweep:
         os.sync()
         time.sleep(1.0)
 
+    def xrootd_with_file(self, tag: str, nbytes: int) -> Optional[Service]:
+        """An XRootD server holding /TAG.dat of nbytes random bytes (copied in with xrdcp), or
+        None where XRootD or its Python client is not installed."""
+        if not (shutil.which("xrootd") and shutil.which("xrdcp") and _has_xrootd_python()):
+            return None
+        xrd = start_xrootd(os.path.join(self.work, f"xrd-{tag}"), os.path.join(self.out, f"xrootd-{tag}.log"))
+        self.services.append(xrd)
+        src = os.path.join(self.work, f"{tag}-src")
+        with open(src, "wb") as f:
+            f.write(os.urandom(nbytes))
+        xrdcp_mbps(src, f"root://{xrd.address}//{tag}.dat", nbytes, self.log, 120)
+        return xrd
+
     def skip(self, experiment: str, why: str) -> None:
         self.skipped[experiment] = why
         self.say(f"{experiment}: skipped: {why}")
@@ -396,14 +409,7 @@ class Sweep:
         count, block, depth = self.sizes.req_count, 4096, 64
         srv = self.server("req")
         url = f"x-rio://{srv.address}/d"
-        xrd = None
-        if shutil.which("xrootd") and _has_xrootd_python():
-            xrd = start_xrootd(os.path.join(self.work, "xrd4k"), os.path.join(self.out, "xrootd-req.log"))
-            self.services.append(xrd)
-            src = os.path.join(self.work, "req-src")
-            with open(src, "wb") as f:
-                f.write(os.urandom(count * block))
-            xrdcp_mbps(src, f"root://{xrd.address}//req.dat", count * block, self.log, 120)
+        xrd = self.xrootd_with_file("req", count * block)
         for run in range(self.repeat):
             self.say(f"req4k: run {run + 1}/{self.repeat}")
             if self.bench:
@@ -423,14 +429,7 @@ class Sweep:
         count, seg, spacing = self.sizes.vec_count, 32, 128
         srv = self.server("vec")
         url = f"x-rio://{srv.address}/d"
-        xrd = None
-        if shutil.which("xrootd") and _has_xrootd_python():
-            xrd = start_xrootd(os.path.join(self.work, "xrdvec"), os.path.join(self.out, "xrootd-vec.log"))
-            self.services.append(xrd)
-            src = os.path.join(self.work, "vec-src")
-            with open(src, "wb") as f:
-                f.write(os.urandom(count * (seg + spacing)))
-            xrdcp_mbps(src, f"root://{xrd.address}//vec.dat", count * (seg + spacing), self.log, 120)
+        xrd = self.xrootd_with_file("vec", count * (seg + spacing))
         for run in range(self.repeat):
             self.say(f"vec32: run {run + 1}/{self.repeat}")
             if self.bench:

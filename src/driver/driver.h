@@ -66,6 +66,19 @@ typedef struct pario_driver {
   int (*counter)(void *handle, uint64_t key, int op, int64_t value, int64_t *old);
 } pario_driver;
 
+/* Advance an iovec array past n transferred bytes (the drivers' short-transfer loops). */
+static inline void pario_iov_advance(struct iovec **iov, int *cnt, size_t n) {
+  while (*cnt > 0 && n >= (*iov)->iov_len) {
+    n -= (*iov)->iov_len;
+    (*iov)++;
+    (*cnt)--;
+  }
+  if (*cnt > 0 && n) {
+    (*iov)->iov_base = (char *)(*iov)->iov_base + n;
+    (*iov)->iov_len -= n;
+  }
+}
+
 extern const pario_driver pario_driver_posix;
 
 /* The driver serving a file name: the one registered for its prefix ("ufs:", "x-rio://"),

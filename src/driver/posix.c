@@ -48,19 +48,6 @@ static int px_close(void *handle) {
   return rc == EINTR ? 0 : rc;
 }
 
-/* Advance an iovec array past n transferred bytes. */
-static void iov_advance(struct iovec **iov, int *cnt, size_t n) {
-  while (*cnt > 0 && n >= (*iov)->iov_len) {
-    n -= (*iov)->iov_len;
-    (*iov)++;
-    (*cnt)--;
-  }
-  if (*cnt > 0 && n) {
-    (*iov)->iov_base = (char *)(*iov)->iov_base + n;
-    (*iov)->iov_len -= n;
-  }
-}
-
 static int buffered_xfer(int fd, const struct iovec *iov_in, int iovcnt, off_t off, size_t *done,
                          int write) {
   struct iovec small[8], *copy = iovcnt <= 8 ? small : malloc(sizeof(struct iovec) * (size_t)iovcnt);
@@ -87,7 +74,7 @@ static int buffered_xfer(int fd, const struct iovec *iov_in, int iovcnt, off_t o
     }
     *done += (size_t)r;
     off += r;
-    iov_advance(&iov, &cnt, (size_t)r);
+    pario_iov_advance(&iov, &cnt, (size_t)r);
   }
   if (copy != small) free(copy);
   return rc;

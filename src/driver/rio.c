@@ -69,18 +69,6 @@ static int wait_fd(int fd, short ev, long long ms) {
   }
 }
 
-static void iov_skip(struct iovec **iov, int *cnt, size_t n) {
-  while (*cnt > 0 && n >= (*iov)->iov_len) {
-    n -= (*iov)->iov_len;
-    (*iov)++;
-    (*cnt)--;
-  }
-  if (*cnt > 0 && n) {
-    (*iov)->iov_base = (char *)(*iov)->iov_base + n;
-    (*iov)->iov_len -= n;
-  }
-}
-
 /* Send (wr) or receive every byte of iov (modified). ms: the longest wait without progress. */
 /* OpenSSL writes to the socket with write(2): where the peer has gone, the SIGPIPE that would
  * kill the process is held back and dropped (what MSG_NOSIGNAL does for plain sockets), unless
@@ -127,7 +115,7 @@ static int tls_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, long long m
     nopipe_end(&np);
     pthread_mutex_unlock(&l->lock);
     if (ok) {
-      iov_skip(&iov, &cnt, n);
+      pario_iov_advance(&iov, &cnt, n);
       continue;
     }
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
@@ -160,7 +148,7 @@ static int xfer_iov(rio_link *l, int wr, struct iovec *iov, int cnt, long long m
       r = readv(fd, iov, n);
     }
     if (r > 0) {
-      iov_skip(&iov, &cnt, (size_t)r);
+      pario_iov_advance(&iov, &cnt, (size_t)r);
       continue;
     }
     if (r == 0) return ECONNRESET; /* the server closed the connection */

@@ -76,10 +76,17 @@ class Service:
     proc: subprocess.Popen
     address: str
     log: str
+    workdir: Optional[str] = None   # removed at stop (after its log is copied to log_copy)
+    log_copy: Optional[str] = None
 
     def stop(self) -> None:
         if self.proc.poll() is None:
             kill_group(self.proc, grace=3.0)
+        if self.workdir:
+            if self.log_copy and os.path.exists(self.log):
+                shutil.copyfile(self.log, self.log_copy)
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
 
 
 def free_port() -> int:
@@ -117,15 +124,17 @@ def start_pario_server(exe: str, root: str, secret: str, log: str, extra: Sequen
     return Service("pario-server", proc, line, log)
 
 
-def start_xrootd(workdir: str, log: str, timeout: float = 20.0) -> Service:
-    """XRootD serving workdir/xrootd-data on a free loopback port, as user nobody when run as root
-    (xrootd refuses to run as root)."""
-    data = os.path.join(workdir, "xrootd-data")
-    admin = os.path.join(workdir, "xrootd-admin")
-    os.makedirs(data, exist_ok=True)
-    os.makedirs(admin, exist_ok=True)
+def start_xrootd(log_copy: str, timeout: float = 20.0) -> Service:
+    """XRootD on a free loopback port, serving a fresh directory of its own under the system's
+    temporary directory, as user nobody when run as root (xrootd refuses to run as root; nobody
+    must reach its directory, which a private results directory may not let it do). Its log is
+    copied to log_copy when it stops."""
+    workdir = tempfile.mkdtemp(prefix="pario-xrootd-")
+    data, admin = os.path.join(workdir, "data"), os.path.join(workdir, "admin")
+    os.makedirs(data)
+    os.makedirs(admin)
     port = free_port()
-    cfg = os.path.join(workdir, "xrootd.cfg")
+    cfg, log = os.path.join(workdir, "xrootd.cfg"), os.path.join(workdir, "xrootd.log")
     with open(cfg, "w", encoding="utf-8") as f:
         f.write(f"all.export /\noss.localroot {data}\nxrd.port {port}\nxrd.network nodnr\n"
                 f"all.adminpath {admin}\nall.pidpath {workdir}\n")
@@ -136,10 +145,11 @@ def start_xrootd(workdir: str, log: str, timeout: float = 20.0) -> Service:
         argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + argv
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL, start_new_session=True, cwd=workdir)
+    svc = Service("xrootd", proc, f"127.0.0.1:{port}", log, workdir, log_copy)
     if not _wait_port(port, proc, timeout):
-        kill_group(proc)
-        raise RemoteError(f"xrootd did not start on port {port} (log: {log})")
-    return Service("xrootd", proc, f"127.0.0.1:{port}", log)
+        svc.stop()
+        raise RemoteError(f"xrootd did not start on port {port} (log: {log_copy})")
+    return svc
 
 
 def _tail(path: str) -> str:
@@ -334,7 +344,7 @@ class Sweep:
     # servers
     def server(self, name: str, extra: Sequence[str] = ()) -> Service:
         root = os.path.join(self.work, name)
-        os.makedirs(root, exist_ok=True)
+        os.makedirs(os.path.join(root, "d"), exist_ok=True)  # the experiments' files: x-rio://HOST:PORT/d/...
         s = start_pario_server(self.server_exe, root, self.secret, os.path.join(self.out, f"{name}.log"), extra)
         self.services.append(s)
         return s
@@ -357,13 +367,28 @@ class Sweep:
         os.sync()
         time.sleep(1.0)
 
-    def xrootd_with_file(self, tag: str, nbytes: int) -> Optional[Service]:
-        """An XRootD server holding /TAG.dat of nbytes random bytes (copied in with xrdcp), or
-        None where XRootD or its Python client is not installed."""
-        if not (shutil.which("xrootd") and shutil.which("xrdcp") and _has_xrootd_python()):
+    def xrootd(self, tag: str, python_client: bool) -> Optional[Service]:
+        """An XRootD server for experiment tag, or None (said, and noted among the skipped) where
+        XRootD, xrdcp or its Python client is missing or the server does not start: the pario
+        and TCP parts of the experiment still run."""
+        missing = [t for t in ("xrootd", "xrdcp") if not shutil.which(t)]
+        if python_client and not _has_xrootd_python():
+            missing.append("XRootD's Python client (python3-xrootd)")
+        try:
+            if missing:
+                raise RemoteError("not installed: " + ", ".join(missing))
+            xrd = start_xrootd(os.path.join(self.out, f"xrootd-{tag}.log"))
+        except RemoteError as e:
+            self.skip(f"{tag} (XRootD)", str(e))
             return None
-        xrd = start_xrootd(os.path.join(self.work, f"xrd-{tag}"), os.path.join(self.out, f"xrootd-{tag}.log"))
         self.services.append(xrd)
+        return xrd
+
+    def xrootd_with_file(self, tag: str, nbytes: int) -> Optional[Service]:
+        """An XRootD server holding /TAG.dat of nbytes random bytes (copied in with xrdcp), or None."""
+        xrd = self.xrootd(tag, python_client=True)
+        if xrd is None:
+            return None
         src = os.path.join(self.work, f"{tag}-src")
         with open(src, "wb") as f:
             f.write(os.urandom(nbytes))
@@ -379,10 +404,7 @@ class Sweep:
         n = self.sizes.seq_bytes
         srv = self.server("seq")
         url = f"x-rio://{srv.address}/d"
-        have_xrd = shutil.which("xrootd") and shutil.which("xrdcp")
-        xrd = start_xrootd(os.path.join(self.work, "xrd"), os.path.join(self.out, "xrootd.log")) if have_xrd else None
-        if xrd:
-            self.services.append(xrd)
+        xrd = self.xrootd("seq", python_client=False)
         src = os.path.join(self.work, "seq-src")
         with open(src, "wb") as f:
             f.truncate(n)

@@ -108,10 +108,11 @@ def _wait_port(port: int, proc: subprocess.Popen, timeout: float) -> bool:
     return False
 
 
-def start_pario_server(exe: str, root: str, secret: str, log: str, extra: Sequence[str] = (),
+def start_pario_server(exe: str, root: Optional[str], secret: str, log: str, extra: Sequence[str] = (),
                        timeout: float = 15.0) -> Service:
-    """pario-server on 127.0.0.1 with a free port: it prints HOST:PORT once it accepts."""
-    argv = [exe, "--root", root, "--listen", "127.0.0.1:0", "--secret-file", secret, *extra]
+    """pario-server on 127.0.0.1 with a free port: it prints HOST:PORT once it accepts. root
+    None: a forwarder (extra holds --forward-to), which serves no files of its own."""
+    argv = [exe, *(["--root", root] if root else []), "--listen", "127.0.0.1:0", "--secret-file", secret, *extra]
     logf = open(log, "w", encoding="utf-8")
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=logf, stdin=subprocess.DEVNULL,
                             start_new_session=True, text=True)
@@ -343,8 +344,10 @@ class Sweep:
 
     # servers
     def server(self, name: str, extra: Sequence[str] = ()) -> Service:
-        root = os.path.join(self.work, name)
-        os.makedirs(os.path.join(root, "d"), exist_ok=True)  # the experiments' files: x-rio://HOST:PORT/d/...
+        root = None
+        if "--forward-to" not in extra:
+            root = os.path.join(self.work, name)
+            os.makedirs(os.path.join(root, "d"), exist_ok=True)  # the experiments' files: x-rio://HOST:PORT/d/...
         s = start_pario_server(self.server_exe, root, self.secret, os.path.join(self.out, f"{name}.log"), extra)
         self.services.append(s)
         return s

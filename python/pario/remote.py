@@ -212,17 +212,23 @@ def xrdcp_mbps(src: str, dst: str, nbytes: int, log: str, timeout: float) -> flo
     return nbytes / dt / 1e6
 
 
-def xrootd_requests(url: str, count: int, block: int, depth: int) -> Tuple[float, float]:
-    """requests/s of `count` reads of `block` bytes through XRootD's Python client: one at a
-    time, then with `depth` asynchronous reads in flight."""
-    import threading
-
+def _xrootd_open(url: str):
+    """A file of XRootD's Python client opened for reading (RemoteError if it cannot be)."""
     from XRootD import client
     from XRootD.client.flags import OpenFlags
     f = client.File()
     st, _ = f.open(url, OpenFlags.READ)
     if not st.ok:
         raise RemoteError(f"XRootD open {url}: {st.message}")
+    return f
+
+
+def xrootd_requests(url: str, count: int, block: int, depth: int) -> Tuple[float, float]:
+    """requests/s of `count` reads of `block` bytes through XRootD's Python client: one at a
+    time, then with `depth` asynchronous reads in flight."""
+    import threading
+
+    f = _xrootd_open(url)
     try:
         t0 = time.monotonic()
         for i in range(count):
@@ -261,12 +267,7 @@ def xrootd_requests(url: str, count: int, block: int, depth: int) -> Tuple[float
 
 def xrootd_vector(url: str, segments: int, seglen: int, stride: int, per_call: int = 1024) -> float:
     """segments/s of XRootD vector reads of `segments` pieces of `seglen` bytes, `stride` apart."""
-    from XRootD import client
-    from XRootD.client.flags import OpenFlags
-    f = client.File()
-    st, _ = f.open(url, OpenFlags.READ)
-    if not st.ok:
-        raise RemoteError(f"XRootD open {url}: {st.message}")
+    f = _xrootd_open(url)
     try:
         t0 = time.monotonic()
         for first in range(0, segments, per_call):

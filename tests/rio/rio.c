@@ -126,22 +126,31 @@ static void basic(const char *url) {
 /* HPIO-like: each rank writes REGIONS regions of 32 B, rank-interleaved with a 32 B gap. */
 enum { REG = 32, REGIONS = 4096, WINDOW = 64 << 10 };
 
+/* Open NAME.<pid> under url with 64 KiB sieving/list windows and the rank-interleaved HPIO
+ * view (ft: its filetype, freed by the caller); 0 on success, the open's error checked. */
+static int open_hpio(const char *url, const char *name, int amode, char *path, size_t pathlen, MPI_Info *info,
+                     MPI_File *fh, MPI_Datatype *ft) {
+  snprintf(path, pathlen, "%s/%s.%d", url, name, (int)getpid());
+  MPI_Bcast(path, (int)pathlen, MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Info_create(info);
+  MPI_Info_set(*info, "ind_wr_buffer_size", "65536");
+  MPI_Info_set(*info, "ind_rd_buffer_size", "65536");
+  int rc = MPI_File_open(MPI_COMM_WORLD, path, amode, *info, fh);
+  CHECK(rc == MPI_SUCCESS, "open: %s", err_text(rc));
+  if (rc != MPI_SUCCESS) return MPI_Info_free(info), 1;
+  MPI_Type_create_hvector(REGIONS, REG, (MPI_Aint)np * 2 * REG, MPI_BYTE, ft);
+  MPI_Type_commit(ft);
+  MPI_File_set_view(*fh, (MPI_Offset)rank * 2 * REG, MPI_BYTE, *ft, "native", MPI_INFO_NULL);
+  return 0;
+}
+
 static void noncontig(const char *url) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/noncontig.%d", url, (int)getpid());
-  MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
   MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "ind_wr_buffer_size", "65536");
-  MPI_Info_set(info, "ind_rd_buffer_size", "65536");
   MPI_File fh;
-  int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
-  CHECK(rc == MPI_SUCCESS, "open: %s", err_text(rc));
-  if (rc != MPI_SUCCESS) return;
   MPI_Datatype ft;
-  MPI_Type_create_hvector(REGIONS, REG, (MPI_Aint)np * 2 * REG, MPI_BYTE, &ft);
-  MPI_Type_commit(&ft);
-  MPI_File_set_view(fh, (MPI_Offset)rank * 2 * REG, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+  if (open_hpio(url, "noncontig", MPI_MODE_CREATE | MPI_MODE_RDWR, path, sizeof path, &info, &fh, &ft)) return;
+  int rc;
   long n = (long)REG * REGIONS;
   unsigned char *w = malloc((size_t)n), *r = malloc((size_t)n);
   for (long i = 0; i < n; i++) w[i] = (unsigned char)(rank * 7 + i * 3 + 1);
@@ -191,19 +200,11 @@ static void noncontig(const char *url) {
  * checked by count.sh (one per window and rank). */
 static void hpio(const char *url) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/hpio.%d", url, (int)getpid());
-  MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
   MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "ind_wr_buffer_size", "65536");
   MPI_File fh;
-  int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);
-  CHECK(rc == MPI_SUCCESS, "open: %s", err_text(rc));
-  if (rc != MPI_SUCCESS) return;
   MPI_Datatype ft;
-  MPI_Type_create_hvector(REGIONS, REG, (MPI_Aint)np * 2 * REG, MPI_BYTE, &ft);
-  MPI_Type_commit(&ft);
-  MPI_File_set_view(fh, (MPI_Offset)rank * 2 * REG, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+  if (open_hpio(url, "hpio", MPI_MODE_CREATE | MPI_MODE_WRONLY, path, sizeof path, &info, &fh, &ft)) return;
+  int rc;
   long n = (long)REG * REGIONS;
   unsigned char *w = malloc((size_t)n);
   memset(w, 'a' + rank, (size_t)n);

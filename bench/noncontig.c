@@ -38,7 +38,7 @@ const char noncontig_usage[] =
     "  -i, --iterations N         timed iterations (default 10)\n"
     "Collective measurements also measure the limit: the same useful bytes as one contiguous\n"
     "share per rank with plain pwrite/pread of 8 MiB blocks (fsync with --sync); metrics\n"
-    "device_mb_per_s and share = mb_per_s / device_mb_per_s.\n" REPEAT_HELP COMMON_HELP;
+    "device_mb_per_s and share = mb_per_s / device_mb_per_s (local files only: not for x-rio://).\n" REPEAT_HELP COMMON_HELP;
 
 enum { O_RSIZE = OPT_SUITE0, O_RCOUNT, O_RSPACE, O_MEM, O_FILE, O_ACCESS, O_OP, O_SYNC_EACH };
 
@@ -339,7 +339,9 @@ static void measure(nc_run *c) {
     jo_int(&r.metrics, "bytes", (long long)bytes);
     jo_num(&r.metrics, "min_seconds", lo);
     jo_num(&r.metrics, "max_seconds", hi);
-    if (c->coll) put_limit(&r, c, mb, n);
+    if (c->coll && !strstr(c->path, "://")) put_limit(&r, c, mb, n);
+    else if (c->coll) /* pwrite/pread cannot reach a remote file (x-rio://) */
+      jo_str(&r.params, "limit_reason", "device pass needs a local file");
   }
   jo_int(&r.params, "repeat", n);
   res_emit(&r);

@@ -1,5 +1,7 @@
 /* File errhandler entry points and Fortran handle conversion. MPI_FILE_NULL carries the
- * default handler that later opens inherit (MPI_ERRORS_RETURN unless set). */
+ * default handler that later opens inherit (MPI_ERRORS_RETURN unless set). Each is traced as
+ * the other entry points (calltrace.h). */
+#include "api/calltrace.h"
 #include "core/file.h"
 
 PARIO_EXPORT int PMPI_File_create_errhandler(MPI_File_errhandler_function *function, MPI_Errhandler *errhandler) {
@@ -9,7 +11,7 @@ PARIO_EXPORT int PMPI_File_create_errhandler(MPI_File_errhandler_function *funct
 }
 PARIO_WEAK_ALIAS(MPI_File_create_errhandler)
 
-PARIO_EXPORT int PMPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler) {
+static int set_errhandler_body(MPI_File file, MPI_Errhandler errhandler) {
   static const char op[] = "MPI_File_set_errhandler";
   if (errhandler == MPI_ERRHANDLER_NULL)
     return pario_file_error(file, pario_err(MPI_ERR_ARG, op, NULL, 0, "MPI_ERRHANDLER_NULL"));
@@ -23,9 +25,13 @@ PARIO_EXPORT int PMPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandl
   rc = pario_eh_set(f, errhandler);
   return rc == MPI_SUCCESS ? rc : pario_file_error(file, pario_err(MPI_ERR_ARG, op, f->filename, 0, "invalid errhandler"));
 }
+
+PARIO_EXPORT int PMPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler) {
+  PARIO_API_TRACED("MPI_File_set_errhandler", file, set_errhandler_body(file, errhandler));
+}
 PARIO_WEAK_ALIAS(MPI_File_set_errhandler)
 
-PARIO_EXPORT int PMPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler) {
+static int get_errhandler_body(MPI_File file, MPI_Errhandler *errhandler) {
   static const char op[] = "MPI_File_get_errhandler";
   if (!errhandler) return pario_file_error(file, pario_err(MPI_ERR_ARG, op, NULL, 0, "null pointer"));
   if (file == MPI_FILE_NULL) return pario_eh_default_get(errhandler);
@@ -34,21 +40,49 @@ PARIO_EXPORT int PMPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhand
   if (rc != MPI_SUCCESS) return rc;
   return pario_eh_get(f, errhandler);
 }
+
+PARIO_EXPORT int PMPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler) {
+  PARIO_API_TRACED("MPI_File_get_errhandler", file, get_errhandler_body(file, errhandler));
+}
 PARIO_WEAK_ALIAS(MPI_File_get_errhandler)
 
-PARIO_EXPORT int PMPI_File_call_errhandler(MPI_File fh, int errorcode) {
+static int call_errhandler_body(MPI_File fh, int errorcode) {
   if (fh != MPI_FILE_NULL && !pario_registry_valid(fh))
     return pario_file_error(MPI_FILE_NULL, pario_err(MPI_ERR_FILE, "MPI_File_call_errhandler", NULL, 0, "invalid file handle"));
   pario_file_error(fh, errorcode);
   return MPI_SUCCESS;
 }
+
+/* The span ends after the handler returned (a handler that aborts leaves no span). */
+PARIO_EXPORT int PMPI_File_call_errhandler(MPI_File fh, int errorcode) {
+  uint64_t t0 = PARIO_TRACE_T0();
+  int rc = call_errhandler_body(fh, errorcode);
+  if (PARIO_TRACING()) {
+    unsigned long long id = fh != MPI_FILE_NULL && pario_registry_valid(fh) ? pario_file_of(fh)->uid : 0;
+    PARIO_TRACE_SPAN(PARIO_TC_API, "MPI_File_call_errhandler", t0, PARIO_TA("file", id), PARIO_TA("rc", rc),
+                     PARIO_TA("errorcode", errorcode));
+  }
+  return rc;
+}
 PARIO_WEAK_ALIAS(MPI_File_call_errhandler)
 
+/* c2f and f2c return handles, not error codes: their spans carry rc 0 and the Fortran handle. */
 PARIO_EXPORT MPI_Fint PMPI_File_c2f(MPI_File file) {
-  if (file == MPI_FILE_NULL || !pario_registry_valid(file)) return 0;
-  return (MPI_Fint)pario_file_of(file)->fint;
+  uint64_t t0 = PARIO_TRACE_T0();
+  int valid = file != MPI_FILE_NULL && pario_registry_valid(file);
+  MPI_Fint fint = valid ? (MPI_Fint)pario_file_of(file)->fint : 0;
+  PARIO_TRACE_SPAN(PARIO_TC_API, "MPI_File_c2f", t0, PARIO_TA("file", valid ? pario_file_of(file)->uid : 0),
+                   PARIO_TA("rc", 0), PARIO_TA("fint", fint));
+  return fint;
 }
 PARIO_WEAK_ALIAS(MPI_File_c2f)
 
-PARIO_EXPORT MPI_File PMPI_File_f2c(MPI_Fint file) { return pario_registry_f2c((int)file); }
+PARIO_EXPORT MPI_File PMPI_File_f2c(MPI_Fint file) {
+  uint64_t t0 = PARIO_TRACE_T0();
+  MPI_File fh = pario_registry_f2c((int)file);
+  PARIO_TRACE_SPAN(PARIO_TC_API, "MPI_File_f2c", t0,
+                   PARIO_TA("file", fh != MPI_FILE_NULL ? pario_file_of(fh)->uid : 0), PARIO_TA("rc", 0),
+                   PARIO_TA("fint", file));
+  return fh;
+}
 PARIO_WEAK_ALIAS(MPI_File_f2c)

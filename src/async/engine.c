@@ -48,6 +48,7 @@ struct pario_job {
                     * incomplete generalized request when the array holds MPI_REQUEST_NULL) */
   int refs;        /* a job with a request: the worker's and the request's, under q_lock */
   uint64_t trace_id, queued_at; /* tracing: the job's number and when it was queued */
+  unsigned long long file_uid;
   struct pario_job *lnext, *lprev; /* the live list: jobs whose request is not freed yet */
 };
 
@@ -217,6 +218,7 @@ static int submit(pario_file *f, const pario_snap *s, const char *op, int rw, MP
     return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
   }
   j->f = f;
+  j->file_uid = f->uid; /* the request may outlive the file (a close with requests pending) */
   j->ef = ef;
   pario_snap_copy(s, &j->snap);
   j->op = op;
@@ -367,6 +369,18 @@ void pario_engine_wait_request(MPI_Request r) {
   pthread_mutex_lock(&q_lock);
   while (!j->completed) pthread_cond_wait(&drain_cond, &q_lock);
   pthread_mutex_unlock(&q_lock);
+}
+
+int pario_engine_request_job(MPI_Request r, uint64_t *job_id, unsigned long long *file) {
+  if (r == MPI_REQUEST_NULL || atomic_load_explicit(&nlive, memory_order_relaxed) == 0) return 0;
+  pthread_mutex_lock(&q_lock);
+  job *j = live_find(r);
+  if (j) {
+    *job_id = j->trace_id;
+    *file = j->file_uid;
+  }
+  pthread_mutex_unlock(&q_lock);
+  return j != NULL;
 }
 
 void pario_engine_wait_some(int n, const MPI_Request *reqs) {

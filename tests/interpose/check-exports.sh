@@ -25,12 +25,13 @@ LC_ALL=C comm -23 "$tmp/allowed" "$tmp/names" > "$tmp/missing"
 # Optional, deliberate wrappers of non-I/O MPI calls: MPI_Init*/MPI_Finalize (set-up and
 # teardown), and on MPICH MPI_Error_string (src/api/errstring.c: MPICH 4.0 prints a wrong text
 # for error codes pario adds), and MPI_Wait/Waitall/Waitany/Waitsome without their PMPI_ names
-# (src/api/wait.c: a wait on pario's requests sleeps instead of polling). Any other MPI_ name
+# (src/api/wait.c: a wait on pario's requests sleeps instead of polling), and MPI_Test/Testall/
+# Testany/Testsome (src/api/wait.c: traced when they complete pario's requests). Any other MPI_ name
 # here must be added on purpose, with a reason.
 # Also symbols the linker itself may add.
 LC_ALL=C comm -13 "$tmp/allowed" "$tmp/names" \
   | grep -v -E '^P?MPI_(Init|Init_thread|Finalize|Error_string)$' \
-  | grep -v -E '^MPI_(Wait|Waitall|Waitany|Waitsome)$' \
+  | grep -v -E '^MPI_(Wait|Waitall|Waitany|Waitsome|Test|Testall|Testany|Testsome)$' \
   | grep -v -E '^(_init|_fini|_edata|_end|__bss_start)$' > "$tmp/extra" || true
 
 nreq=$(wc -l < "$tmp/required"); npub=$(wc -l < "$tmp/public"); ndef=$(wc -l < "$tmp/names")

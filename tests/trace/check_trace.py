@@ -3,7 +3,9 @@ file with a valid header; on every thread the spans nest (enter/exit order); the
 MPI_File calls come in program order; the collective write's decision, plan and rounds lie
 inside the call, with the aggregators' driver writes inside their rounds; the independent
 strided read is a sieving window; the nonblocking read's job was queued and ran; the ordered
-write waited inside its call; every driver operation has its own request id; and the merged
+write waited inside its call; the errhandler calls and c2f/f2c name the file; each completion
+of a nonblocking request (MPI_Wait, MPI_Test, MPI_Waitall) is a span naming its job, after
+the call that started it; every driver operation has its own request id; and the merged
 JSON and OTF2 outputs are readable.
 
 --clock=H: the clocks were measured at open and the ranks sit on H hosts (H = 1: every
@@ -20,8 +22,10 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 from pario import trace as tr  # noqa: E402
 
-EXPECTED_CALLS = ["MPI_File_open", "MPI_File_set_view", "MPI_File_write_all", "MPI_File_read_at_all",
-                  "MPI_File_read_at", "MPI_File_write_at", "MPI_File_iread_at", "MPI_File_write_all_begin",
+EXPECTED_CALLS = ["MPI_File_open", "MPI_File_set_errhandler", "MPI_File_get_errhandler", "MPI_File_call_errhandler",
+                  "MPI_File_c2f", "MPI_File_f2c", "MPI_File_set_view", "MPI_File_write_all", "MPI_File_read_at_all",
+                  "MPI_File_read_at", "MPI_File_write_at", "MPI_File_iread_at", "MPI_File_iread_at", "MPI_File_iread_at",
+                  "MPI_File_iread_at", "MPI_File_write_all_begin",
                   "MPI_File_write_all_end", "MPI_File_set_view", "MPI_File_write_ordered",
                   "MPI_File_write_shared", "MPI_File_sync", "MPI_File_read_at", "MPI_File_close"]
 failures = []
@@ -84,6 +88,26 @@ def check_collective(p, call):
           f"{p.name}: no bytes exchanged in the rounds")
 
 
+def check_completions(p, calls, first, fid):
+    """iread_at + MPI_Wait, iread_at + MPI_Test loop, two iread_at + MPI_Waitall: one span per
+    completing call (none for the tests that found the request unfinished), each after its
+    iread_at, naming the job its queued event named, and the file."""
+    comp = sorted((e for e in tr.by_thread(p)[0] if e["cat"] == "api" and e["name"] in
+                   ("MPI_Wait", "MPI_Test", "MPI_Waitall")), key=lambda e: e["t"])
+    if not check([e["name"] for e in comp] == ["MPI_Wait", "MPI_Test", "MPI_Waitall"],
+                 f"{p.name}: completions {[e['name'] for e in comp]}, expected MPI_Wait, MPI_Test, MPI_Waitall"):
+        return
+    queued = sorted((e for e in p.instants if e["name"] == "queued" and e["args"].get("op") == "MPI_File_iread_at"),
+                    key=lambda e: e["t"])
+    if not check(len(queued) == 4, f"{p.name}: {len(queued)} iread_at jobs queued, expected 4"):
+        return
+    for e, q, start, n in zip(comp, (queued[0], queued[1], queued[2]), (first, first + 1, first + 2), (1, 1, 2)):
+        a = e["args"]
+        check(a.get("job") == q["args"]["job"] and a.get("file") == fid and a.get("requests") == n
+              and a.get("rc") == 0, f"{p.name}: {e['name']} args {a}, expected job {q['args']['job']}, {n} request(s)")
+        check(e["t"] >= calls[start]["t"] + calls[start]["d"], f"{p.name}: {e['name']} before its iread_at returned")
+
+
 def check_rank(p, np):
     check(p.files and any(n.endswith(".dat") for n in p.files.values()), f"{p.name}: the file was not named")
     check_nesting(p)
@@ -93,16 +117,24 @@ def check_rank(p, np):
     if len(calls) != len(EXPECTED_CALLS):
         return
     check(all(c["args"].get("rc") == 0 for c in calls), f"{p.name}: a call failed")
-    check(calls[2]["args"]["bytes"] == 4096 * 4 and calls[2]["args"]["coll"] == 1
-          and calls[2]["args"]["type_size"] == 4, f"{p.name}: write_all's summary {calls[2]['args']}")
-    check_collective(p, calls[2])
+    at = {n: i for i, n in reversed(list(enumerate(EXPECTED_CALLS)))}  # first index of each name
+    wa = calls[at["MPI_File_write_all"]]
+    check(wa["args"]["bytes"] == 4096 * 4 and wa["args"]["coll"] == 1
+          and wa["args"]["type_size"] == 4, f"{p.name}: write_all's summary {wa['args']}")
+    check_collective(p, wa)
+    fid = wa["args"]["file"]
+    for c in calls[1:6]:
+        check(c["args"].get("file") == fid and fid, f"{p.name}: {c['name']} does not name the file: {c['args']}")
+    check(calls[4]["args"].get("fint", 0) > 0 and calls[5]["args"].get("fint") == calls[4]["args"]["fint"],
+          f"{p.name}: c2f/f2c Fortran handles {calls[4]['args']} {calls[5]['args']}")
+    check_completions(p, calls, at["MPI_File_iread_at"], fid)
     main = tr.by_thread(p)[0]
-    sieve = [e for e in main if e["name"] == "read_window" and inside(e, calls[4])]
+    sieve = [e for e in main if e["name"] == "read_window" and inside(e, calls[at["MPI_File_read_at"]])]
     check(sieve and np > 1, f"{p.name}: the strided independent read has no sieving window")
     queued = [e for e in p.instants if e["name"] == "queued" and e["args"].get("op") == "MPI_File_iread_at"]
     jobs = [e for e in p.spans if e["name"] == "job" and queued and e["args"]["job"] == queued[0]["args"]["job"]]
     check(queued and jobs and jobs[0]["args"]["bytes"] == 4096 * 4, f"{p.name}: the iread_at job was not traced")
-    waits = [e for e in p.spans if e["name"] == "ordered_wait" and inside(e, calls[10])]
+    waits = [e for e in p.spans if e["name"] == "ordered_wait" and inside(e, calls[at["MPI_File_write_ordered"]])]
     check(waits, f"{p.name}: no ordered wait inside MPI_File_write_ordered")
     flows = [e.get("flow") for e in p.spans if e["cat"] == "driver" and e["name"] in ("preadv", "pwritev")]
     check(flows and all(flows) and len(set(flows)) == len(flows), f"{p.name}: driver request ids missing or reused")

@@ -190,12 +190,38 @@ def _trace_parsers(sub) -> None:
                                      "timelines, as the seed's Figure 2, and the stats tables.")
     rp.add_argument("dir", metavar="DIR")
     rp.add_argument("-o", "--output", metavar="FILE", help="where to write (default DIR/report.html)")
+    from .pioviz import DEFAULT_EMULATE
+    ex = tsub.add_parser(
+        "experiment", help="run seed 001's (PIOviz) experiments traced on pario-server and report them",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Start a traced pario-server with emulated storage (--trace, --emulate) per configuration, "
+                    "run pario-bench noncontig (HPIO: 32 B and 1024 B regions, 128 B gaps) traced against it, "
+                    "independent and collective, collective buffer 0.5/4/16/64 MiB, and write OUT/seed001.html: "
+                    "the seed's Tables 2-4 beside ours, and a timeline per configuration (Figure 2). "
+                    "docs/tracing.md says how to read them.",
+        epilog="examples:\n  pario trace experiment seed001 --quick --out results/seed001-quick\n"
+               "  pario trace experiment seed001 --mpi openmpi --iterations 5 --out results/seed001")
+    ex.add_argument("name", metavar="NAME", choices=["seed001"], help="the experiment: seed001")
+    ex.add_argument("--quick", action="store_true",
+                    help="1024 regions per rank, CB sizes scaled by the same factor, 1 iteration: under a minute")
+    ex.add_argument("--ranks", type=int, default=4, metavar="N", help="MPI ranks (default 4, as the seed)")
+    ex.add_argument("--region-count", type=int, metavar="N", help="regions per rank (default 32768; --quick 1024)")
+    ex.add_argument("--iterations", type=int, metavar="N", help="measured calls per configuration (default 3; --quick 1)")
+    ex.add_argument("--emulate", metavar="SPEC", default=DEFAULT_EMULATE,
+                    help="pario-server --emulate (default %(default)s)")
+    ex.add_argument("--mpi", metavar="FLAVOUR", default="mpich", choices=MPIS, help="MPI flavour (default mpich)")
+    ex.add_argument("--out", metavar="DIR", help="results directory (default results/seed001-<UTC time>)")
+    ex.add_argument("--build-dir", metavar="DIR", default=None, help="build tree (default $PARIO_BUILD_DIR or ./build)")
+    ex.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=900.0,
+                    help="kill a pario-bench run after this long (default 900)")
 
 
 def cmd_trace(args) -> int:
     from dataclasses import asdict
 
     from . import trace as tr
+    if args.trace_command == "experiment":
+        return cmd_experiment(args)
     try:
         t = tr.load(args.dir)
         for w in t.warnings:
@@ -219,6 +245,40 @@ def cmd_trace(args) -> int:
             print(f"report: {tr.write_report(t, args.dir, args.output)}")
     except tr.TraceError as e:
         return _error(str(e))
+    return EXIT_OK
+
+
+def cmd_experiment(args) -> int:
+    from . import pioviz
+    from .remote import BenchRunner
+    quick = args.quick
+    count = args.region_count or (1024 if quick else pioviz.SEED_COUNT)
+    iters = args.iterations or (1 if quick else 3)
+    if not 1 <= args.ranks <= 256 or not 1 <= count <= 1 << 24 or not 1 <= iters <= 1000:
+        return _error("--ranks 1..256, --region-count 1..16777216 and --iterations 1..1000")
+    build_dir = args.build_dir or args.global_build_dir or build_dir_default()
+    server = find_server(args.mpi, build_dir)
+    if not server:
+        return _error(f"no pario-server (not at {os.path.join(build_dir, args.mpi, 'server', 'pario-server')}, "
+                      "nor in $PARIO_PREFIX or PATH); run `make build`, or give --build-dir")
+    found = find_bench(args.mpi, build_dir)
+    if not found or not found.lib:
+        return _error(f"no pario-bench and libpario.so for {args.mpi} under {os.path.abspath(build_dir)} "
+                      "(nor in $PARIO_PREFIX or PATH); run `make build`, or give --build-dir")
+    out = args.out or os.path.join("results", "seed001-" + _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S"))
+    bench = BenchRunner(args.mpi, found.bench, found.lib, Launcher(), os.path.join(out, "bench.log"), args.timeout, "")
+    setup = pioviz.Setup(server, bench, ranks=args.ranks, count=count, iterations=iters, emulate=args.emulate,
+                         quick=quick)
+    try:
+        stats = pioviz.run(out, setup)
+    except pioviz.ExperimentError as e:
+        return _error(str(e))
+    except Interrupted as e:  # the MPI job and the server were stopped on the way out
+        print(f"pario: interrupted by {e.name}: stopped the MPI job and pario-server; the traces of the "
+              f"configurations run so far are in {os.path.join(out, 'traces')}", file=sys.stderr)
+        return 128 + e.signum
+    print(pioviz.text_tables(stats))
+    print(f"\nreport: {os.path.join(out, pioviz.REPORT)}\nresults: {os.path.join(out, pioviz.RESULTS)}")
     return EXIT_OK
 
 

@@ -95,6 +95,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def write_secret(path: str) -> None:
+    """A fresh random shared secret for pario-server and its clients, readable by the owner only."""
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(os.urandom(24).hex() + "\n")
+
+
 def _wait_port(port: int, proc: subprocess.Popen, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -117,8 +123,12 @@ def start_pario_server(exe: str, root: Optional[str], secret: str, log: str, ext
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=logf, stdin=subprocess.DEVNULL,
                             start_new_session=True, text=True)
     logf.close()
-    ready, _, _ = select.select([proc.stdout], [], [], timeout)
-    line = proc.stdout.readline().strip() if ready else ""
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        line = proc.stdout.readline().strip() if ready else ""
+    except BaseException:  # Ctrl-C while it starts: it must not outlive the command
+        kill_group(proc)
+        raise
     if not line or ":" not in line:
         kill_group(proc)
         raise RemoteError(f"pario-server did not start ({_tail(log) or 'no output'}; log: {log})")
@@ -337,8 +347,7 @@ class Sweep:
         self.work = tempfile.mkdtemp(prefix="pario-remote-", dir=out)
         self.log = os.path.join(out, "remote.log")
         self.secret = os.path.join(self.work, "secret")
-        with open(os.open(self.secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
-            f.write(os.urandom(24).hex() + "\n")
+        write_secret(self.secret)
         if bench is not None:
             bench.secret = self.secret  # the clients read it through PARIO_RIO_SECRET_FILE
         self.help = _run([server_exe, "--help"], 20).stdout if server_exe else ""

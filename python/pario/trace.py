@@ -455,8 +455,12 @@ def _load(spans: List[dict], lo: int, hi: int) -> float:
     return total / (hi - lo) if hi > lo else 0.0
 
 
-def server_stats(trace: Trace) -> List[ServerStats]:
+def server_stats(trace: Trace, duration_ns: Optional[int] = None) -> List[ServerStats]:
+    """Per server: loads, rates and throughput over the trace's length, or over duration_ns
+    when given (the time of the measured calls only: pario trace experiment)."""
     lo, hi = trace.bounds()
+    if duration_ns is not None:
+        lo, hi = 0, duration_ns
     secs = (hi - lo) / 1e9
     out = []
     for s in trace.servers:
@@ -550,6 +554,19 @@ COLORS = {"api": "#9e9e9e", "coll": "#1f77b4", "sieve": "#2ca02c", "sfp": "#9467
 LANE_H, ROW_GAP, LEFT, WIDTH = 10, 6, 190, 1100
 
 
+MAX_ARROWS = 2000  # request arrows drawn at most (a run of 10^5 small requests would be a solid block)
+
+
+def _bar(cur: list, yy: float) -> str:
+    """One bar of the timeline; bars closer than a pixel are merged (a server's 10^5 small
+    writes stay a readable, small picture), and the tooltip then says how many."""
+    xa, xb, color, count, tip = cur
+    if count > 1:
+        tip = f"{count} operations, from: {tip}"
+    return (f'<rect x="{xa:.2f}" y="{yy}" width="{max(0.5, xb - xa):.2f}" height="{LANE_H - 1}" '
+            f'fill="{color}"><title>{html.escape(tip)}</title></rect>')
+
+
 def timeline_svg(trace: Trace) -> str:
     """Client timelines above, server timelines below (seed 001, Figure 2): a row per thread,
     in it a lane per nesting depth; arrows from client requests to server operations."""
@@ -570,22 +587,33 @@ def timeline_svg(trace: Trace) -> str:
             body.append(f'<text x="4" y="{y + 10}" class="proc">{html.escape(label)}</text>'
                         f'<text x="{LEFT - 6}" y="{y + 10}" class="thr" text-anchor="end">{html.escape(tname)}</text>')
             body.append(f'<line x1="{LEFT}" x2="{LEFT + WIDTH}" y1="{y - 2}" y2="{y - 2}" class="sep"/>')
+            # (depth, colour) -> [xa, xb, colour, count, tip]: the bar being extended
+            lanes: Dict[Tuple[int, str], list] = {}
             for e, d, a, b in nested:
                 xa, xb = x(a + p.offset), x(b + p.offset)
                 yy = y + d * LANE_H
                 color = COLORS.get(e.get("cat"), "#444")
-                tip = html.escape(f"{p.name} {e.get('name')} {(b - a) / 1e3:.1f} us {json.dumps(e.get('args', {}))}")
-                body.append(f'<rect x="{xa:.2f}" y="{yy}" width="{max(0.5, xb - xa):.2f}" height="{LANE_H - 1}" '
-                            f'fill="{color}"><title>{tip}</title></rect>')
-                if isinstance(e.get("flow"), int) and e["flow"]:
+                cur = lanes.get((d, color))
+                if cur and xa <= cur[1] + 0.5:  # within a pixel of the last bar of its kind: one bar
+                    cur[1], cur[3] = max(cur[1], xb), cur[3] + 1
+                else:
+                    if cur:
+                        body.append(_bar(cur, yy))
+                    tip = f"{p.name} {e.get('name')} {(b - a) / 1e3:.1f} us {json.dumps(e.get('args', {}))}"
+                    lanes[(d, color)] = [xa, xb, color, 1, tip]
+                if isinstance(e.get("flow"), int) and e["flow"] and len(flows) < MAX_ARROWS:
                     flows.setdefault(e["flow"], []).append(((xa + xb) / 2, yy + LANE_H / 2, p.kind))
+            for (d, _), cur in lanes.items():
+                body.append(_bar(cur, y + d * LANE_H))
             rows.append((p.name, tid))
             y += depth * LANE_H + ROW_GAP
         y += ROW_GAP
     for hops in flows.values():
         src = [h for h in hops if h[2] == "client"]
+        rows_hit = set()  # one arrow per server row a request reached (not one per operation)
         for h in (h for h in hops if h[2] == "server"):
-            if src:
+            if src and h[1] not in rows_hit:
+                rows_hit.add(h[1])
                 body.append(f'<line x1="{src[0][0]:.2f}" y1="{src[0][1]:.2f}" x2="{h[0]:.2f}" y2="{h[1]:.2f}" class="flow"/>')
     ticks = []
     for k in range(6):

@@ -5,7 +5,8 @@
 # write can overlap the computation) and a summary table, and writes results/demo-*/report.html
 # with summary.csv and summary.json beside it. Before the sweep, one traced run (PARIO_TRACE):
 # the HPIO pattern of seed 001 at 4 ranks, collective and independent writes, merged into
-# results/demo-*-trace/trace.json (Perfetto) and report.html (timeline and tables).
+# results/demo-*-trace/trace.json (Perfetto) and report.html (timeline and tables); then seed
+# 001's experiments, quick, on pario-servers: results/demo-*-seed001/seed001.html.
 # Ctrl-C stops the MPI job in progress and exits 130 (pario runs in place of this script, so
 # it gets the signal itself). One round per configuration (PARIO_DEMO_REPEAT=5 for medians
 # with spreads; a demo's figures are too short to quote anyway, see docs/measuring.md).
@@ -28,6 +29,10 @@ if [ -x "$build/mpich/bench/pario-bench" ]; then
   "$build/venv/bin/pario" trace merge "$trace" -o "$trace/trace.json"
   "$build/venv/bin/pario" trace stats "$trace"
   "$build/venv/bin/pario" trace report "$trace"
+fi
+if [ -x "$build/mpich/bench/pario-bench" ] && [ -x "$build/mpich/server/pario-server" ]; then
+  echo "== seed 001 on pario-server: pario trace experiment seed001 --quick"
+  "$build/venv/bin/pario" --build-dir "$build" trace experiment seed001 --quick --out "results/demo-$stamp-seed001"
 fi
 echo "== pario bench run all --quick"
 exec "$build/venv/bin/pario" bench run all --quick --build-dir "$build" \

@@ -194,11 +194,12 @@ def _trace_parsers(sub) -> None:
     ex = tsub.add_parser(
         "experiment", help="run seed 001's (PIOviz) experiments traced on pario-server and report them",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Start a traced pario-server with emulated storage (--trace, --emulate) per configuration, "
-                    "run pario-bench noncontig (HPIO: 32 B and 1024 B regions, 128 B gaps) traced against it, "
-                    "independent and collective, collective buffer 0.5/4/16/64 MiB, and write OUT/seed001.html: "
-                    "the seed's Tables 2-4 beside ours, and a timeline per configuration (Figure 2). "
-                    "docs/tracing.md says how to read them.",
+        description="Per configuration, start a traced pario-server with emulated storage (--trace,\n"
+                    "--emulate) and run pario-bench noncontig (HPIO: 32 B and 1024 B regions, 128 B gaps)\n"
+                    "traced against it: independent and collective, collective buffer 0.5/4/16/64 MiB.\n"
+                    "Writes OUT/seed001.html (the seed's Tables 2-4 beside ours, and a timeline per\n"
+                    "configuration as its Figure 2), OUT/seed001.json and OUT/traces/. docs/tracing.md\n"
+                    "says how to read them. Ctrl-C stops the MPI job and the server (exit 130).",
         epilog="examples:\n  pario trace experiment seed001 --quick --out results/seed001-quick\n"
                "  pario trace experiment seed001 --mpi openmpi --iterations 5 --out results/seed001")
     ex.add_argument("name", metavar="NAME", choices=["seed001"], help="the experiment: seed001")
@@ -544,7 +545,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 return EXIT_OK
             if not args.command:
                 raise UsageError("a command is required: `pario bench run ...`, `pario bench report DIR` or "
-                                 "`pario trace merge|stats|report DIR` (see `pario --help`)")
+                                 "`pario trace merge|stats|report DIR` or `pario trace experiment seed001` (see `pario --help`)")
             return _dispatch(args)
         except UsageError as e:
             return _error(str(e))

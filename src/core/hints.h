@@ -10,7 +10,7 @@ enum { PARIO_DRV_HINTS = 6 };
 /* pario_read_max_gap's default: reading a hole through the page cache costs a copy, one read
  * more costs a system call; where they cost the same is measured in docs/collective.md
  * ("Read volume"). */
-#define PARIO_READ_MAX_GAP (64LL << 10)
+#define PARIO_READ_MAX_GAP (4LL << 10)
 
 typedef struct pario_hints {
   long long cb_buffer_size;

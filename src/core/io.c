@@ -172,10 +172,13 @@ static int worth_a_window(pario_fcursor c, MPI_Offset left, MPI_Offset off, MPI_
  * that follows with no hole wider than maxgap before it, cut at cap bytes from off and at
  * last. 0 when not even the next segment joins whole: then the window would carry one
  * segment and copy it once more, and the segment is read directly. Holes wider than maxgap
- * are never read: they end the window. */
+ * are never read: they end the window. A view without such holes (widest_hole) needs no
+ * look-ahead: its window runs to the cap or to last, as it always did. */
 static MPI_Offset window_end(pario_fcursor c, MPI_Offset left, MPI_Offset off, MPI_Offset seg, MPI_Offset cap,
                              MPI_Offset maxgap, MPI_Offset last) {
   MPI_Offset end = off + seg, limit = PARIO_MIN(off + cap, last);
+  if (c.v->widest_hole <= maxgap) /* no hole to stop at: no look-ahead beyond the next segment */
+    return worth_a_window(c, left, end, cap - seg) ? limit : 0;
   int joined = 0;
   while (left > 0 && end < limit) {
     MPI_Offset off2, seg2 = pario_fcursor_next(&c, left, &off2);

@@ -15,7 +15,7 @@
  * the file asked for them: pario_sharedfp=rma|addproc, or auto on several nodes with
  * MPI_MODE_SEQUENTIAL (such a file can only be accessed through shared pointers) unless the
  * file is on a server, or lockedfile serves it better (seq_lockedfile: a local file system,
- * or rank 0's host oversubscribed). Otherwise auto across nodes takes lockedfile, the best
+ * or, with MPICH, rank 0's host oversubscribed). Otherwise auto across nodes takes lockedfile, the best
  * lazy component there. docs/sharedfp.md has the measurements behind the rule. */
 #include "sharedfp/sharedfp.h"
 #include "trace/trace.h"
@@ -81,15 +81,22 @@ static int rank0_oversubscribed(pario_file *f) {
   return there > v[1];
 }
 
+/* Whether the MPI serves rma's remote atomics in software at rank 0: MPICH 4.0 (ch4:ucx) runs
+ * them as active messages there; Open MPI's one-sided components complete them without the
+ * target (measured: rma's multi-node form kept pace with lockedfile at 4 ranks on 2 cores,
+ * docs/sharedfp.md). pario is built for one MPI, so every rank answers alike. */
+static int atomics_wait_for_rank0(void) { return !strcmp(PARIO_MPI_FLAVOUR, "mpich"); }
+
 /* auto across nodes for a sequential file (collective; the same answer on every rank):
  * lockedfile instead of rma where its locks work and either the file system is local (the
  * "nodes" share one host: an fcntl lock is a kernel call, while rma's atomics wait for rank
- * 0 to make progress) or rank 0's host is oversubscribed (rma's atomics starve). */
+ * 0 to make progress) or rank 0 must serve the atomics and its host is oversubscribed (they
+ * starve). */
 static int seq_lockedfile(pario_file *f) {
   int v[2] = {pario_sharedfp_lockedfile.query(f) >= 0, !network_fs(f)}, every[2];
   PMPI_Allreduce(v, every, 2, MPI_INT, MPI_MIN, f->comm);
   if (!every[0]) return 0;
-  return every[1] || rank0_oversubscribed(f);
+  return every[1] || (atomics_wait_for_rank0() && rank0_oversubscribed(f));
 }
 
 /* The component to set up inside MPI_File_open, or NULL (identical on all ranks). */

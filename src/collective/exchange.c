@@ -5,7 +5,8 @@
  * ranks send it their range straight from the user's buffer when that is contiguous (packed
  * otherwise), and the aggregator scatters the data into a chunk of its buffer by walking the
  * sender's view, reading the chunk first only where the data leaves holes, then writes it.
- * Reads run the other way. The exchange is nonblocking point-to-point: each rank talks only to
+ * Reads run the other way, reading only the union of the pieces (holes wider than
+ * pario_read_max_gap split the read). The exchange is nonblocking point-to-point: each rank talks only to
  * the aggregators whose windows it touches, and ranks with nothing to do skip the rounds (an
  * MPI_Alltoallv would need every rank in every round). */
 #include "collective/internal.h"

@@ -370,6 +370,8 @@ static void measure(nc_run *c) {
       jo_int(&r.metrics, "bytes_read_file", c->vol_file);
       jo_int(&r.metrics, "bytes_requested", c->vol_req);
       jo_num(&r.metrics, "read_amplification", (double)c->vol_file / (double)c->vol_req);
+      size_t k = strlen(r.note);
+      snprintf(r.note + k, sizeof r.note - k, "%sread %.2fx", k ? ", " : "", (double)c->vol_file / (double)c->vol_req);
     }
   }
   jo_int(&r.params, "repeat", n);

@@ -38,7 +38,9 @@ const char noncontig_usage[] =
     "  -i, --iterations N         timed iterations (default 10)\n"
     "Collective measurements also measure the limit: the same useful bytes as one contiguous\n"
     "share per rank with plain pwrite/pread of 8 MiB blocks (fsync with --sync); metrics\n"
-    "device_mb_per_s and share = mb_per_s / device_mb_per_s (local files only: not for x-rio://).\n" REPEAT_HELP COMMON_HELP;
+    "device_mb_per_s and share = mb_per_s / device_mb_per_s (local files only: not for x-rio://).\n"
+    "Reads under pario also report bytes_read_file, bytes_requested (all ranks, the last run)\n"
+    "and read_amplification = bytes_read_file / bytes_requested.\n" REPEAT_HELP COMMON_HELP;
 
 enum { O_RSIZE = OPT_SUITE0, O_RCOUNT, O_RSPACE, O_MEM, O_FILE, O_ACCESS, O_OP, O_SYNC_EACH };
 
@@ -84,6 +86,7 @@ typedef struct {
   size_t buflen;
   MPI_Datatype memtype, filetype; /* memtype: one instance covers the buffer */
   MPI_Offset disp, fsize;
+  long long vol_file, vol_req;    /* pario's read-volume counters of the last run, all ranks */
 } nc_run;
 
 static long long period(const nc_run *c) { return c->size + c->o->spacing; }
@@ -186,6 +189,28 @@ static void iterate(result *r, nc_run *c, MPI_File fh, double *t) {
   }
 }
 
+static long long info_ll(MPI_Info info, const char *key) {
+  char v[64];
+  int flag = 0;
+  MPI_Info_get(info, key, (int)sizeof v - 1, v, &flag);
+  return flag ? atoll(v) : 0;
+}
+
+/* pario's read-volume counters of fh (MPI_File_get_info: bytes read from the file and bytes
+ * the reads asked for, since open), summed over the ranks; 0 and 0 under a native MPI-IO. */
+static void read_volume(nc_run *c, MPI_File fh) {
+  long long v[2] = {0, 0}, sum[2];
+  MPI_Info info;
+  if (MPI_File_get_info(fh, &info) == MPI_SUCCESS) {
+    v[0] = info_ll(info, "pario_bytes_read_file");
+    v[1] = info_ll(info, "pario_bytes_requested");
+    MPI_Info_free(&info);
+  }
+  MPI_Allreduce(v, sum, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  c->vol_file = sum[0];
+  c->vol_req = sum[1];
+}
+
 static void run_measure(result *r, nc_run *c, double *t) {
   if (c->read) {
     pat_write_file(r, c->path, c->fsize);
@@ -205,6 +230,7 @@ static void run_measure(result *r, nc_run *c, double *t) {
   }
   int rc = MPI_File_set_view(fh, c->disp, MPI_BYTE, c->filetype, "native", MPI_INFO_NULL);
   if (!res_mpi(r, rc, "MPI_File_set_view") && res_ok_everywhere(r)) iterate(r, c, fh, t);
+  if (c->read) read_volume(c, fh);
   file_close(r, &fh, "MPI_File_close");
   if (!res_ok_everywhere(r) || c->read) {
     if (c->read && B.verify && r->status == ST_OK) res_verified(r);
@@ -342,6 +368,13 @@ static void measure(nc_run *c) {
     if (c->coll && !strstr(c->path, "://")) put_limit(&r, c, mb, n);
     else if (c->coll) /* pwrite/pread cannot reach a remote file (x-rio://) */
       jo_str(&r.params, "limit_reason", "device pass needs a local file");
+    if (c->read && c->vol_req > 0) { /* pario only: what the reads cost in file bytes */
+      jo_int(&r.metrics, "bytes_read_file", c->vol_file);
+      jo_int(&r.metrics, "bytes_requested", c->vol_req);
+      jo_num(&r.metrics, "read_amplification", (double)c->vol_file / (double)c->vol_req);
+      size_t k = strlen(r.note);
+      snprintf(r.note + k, sizeof r.note - k, "%sread %.2fx", k ? ", " : "", (double)c->vol_file / (double)c->vol_req);
+    }
   }
   jo_int(&r.params, "repeat", n);
   res_emit(&r);

@@ -164,7 +164,10 @@ static int get_info_body(MPI_File fh, MPI_Info *info_used) {
   if (rc != MPI_SUCCESS) return rc;
   pthread_mutex_lock(&f->lock);
   rc = pario_hints_to_info(&f->hints, f->nodes, info_used);
-  if (rc == MPI_SUCCESS) pario_layers_get_info(f, *info_used);
+  if (rc == MPI_SUCCESS) {
+    pario_io_counters_info(f, *info_used);
+    pario_layers_get_info(f, *info_used);
+  }
   pthread_mutex_unlock(&f->lock);
   return pario_file_error(fh, rc);
 }

@@ -141,6 +141,7 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
   coll_call x = {.op = op, .rw = rw, .view = s->view, .pos = pos, .n = n, .buf = buf, .tm = tm,
                  .type = type, .count = count,
                  .contig = n > 0 && !xm ? pario_mcursor_contig(buf, tm, count) : NULL};
+  if (rw == PARIO_READ) pario_io_count_request(f, want); /* the bytes read are counted by the driver calls */
   int rc = two_phase(c, &x);
   if (rc == MPI_SUCCESS) *bytes = n;
   return rc;

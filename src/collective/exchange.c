@@ -5,7 +5,8 @@
  * ranks send it their range straight from the user's buffer when that is contiguous (packed
  * otherwise), and the aggregator scatters the data into a chunk of its buffer by walking the
  * sender's view, reading the chunk first only where the data leaves holes, then writes it.
- * Reads run the other way. The exchange is nonblocking point-to-point: each rank talks only to
+ * Reads run the other way, reading only the union of the pieces (holes wider than
+ * pario_read_max_gap split the read). The exchange is nonblocking point-to-point: each rank talks only to
  * the aggregators whose windows it touches, and ranks with nothing to do skip the rounds (an
  * MPI_Alltoallv would need every rank in every round). */
 #include "collective/internal.h"
@@ -250,37 +251,75 @@ static int io_error(const pario_coll_ctx *c, const char *op, int rw, int e, MPI_
                    rw == PARIO_WRITE ? "write" : "read", (long long)len, (long long)off);
 }
 
-/* One storage access of the collective buffer: an errno value, or 0. */
-static int xfer(const pario_coll_ctx *c, int rw, MPI_Offset len, MPI_Offset off, size_t *got) {
-  struct iovec v = {c->cbuf, (size_t)len};
+/* One storage access of len bytes at off, at offset at of the collective buffer: an errno
+ * value, or 0. */
+static int xfer(const pario_coll_ctx *c, int rw, MPI_Offset at, MPI_Offset len, MPI_Offset off, size_t *got) {
+  struct iovec v = {c->cbuf + at, (size_t)len};
   *got = 0;
   if (c->eio_rank == c->rank) return EIO; /* tests: this rank's aggregation fails */
   return pario_drv_xfer(c->f, rw, &v, 1, (off_t)off, got);
 }
 
-/* Chunk [cs, ce) of the window: read where the data leaves holes (a read: all of it), copy
- * the data in or out, write. A chunk with nobody's data is not touched. */
+/* Read [rs, re) into the buffer that holds the chunk from lo; past end of file reads as zeros. */
+static int read_run(pario_coll_ctx *c, const coll_call *x, MPI_Offset lo, MPI_Offset rs, MPI_Offset re) {
+  size_t got;
+  int e = xfer(c, PARIO_READ, rs - lo, re - rs, rs, &got);
+  if (e) return io_error(c, x->op, PARIO_READ, e, re - rs, rs);
+  memset(c->cbuf + (rs - lo) + got, 0, (size_t)(re - rs - (MPI_Offset)got));
+  return MPI_SUCCESS;
+}
+
+/* A read chunk whose data lies in [lo, hi): only the union of the pieces' intervals is read,
+ * in one read per run of intervals whose holes are at most pario_read_max_gap wide; a wider
+ * hole splits the read and its bytes are never read (nobody copies them out). The intervals
+ * of one piece are sorted, pieces may overlap; the cursors are a copy and move. */
+static int read_union(pario_coll_ctx *c, const coll_call *x, int npc, coll_cursor *cur, MPI_Offset lo, MPI_Offset hi) {
+  MPI_Offset maxgap = c->f->hints.read_max_gap, rs = -1, re = 0;
+  for (;;) {
+    int best = -1;
+    MPI_Offset bs = 0;
+    for (int i = 0; i < npc; i++) {
+      if (cur[i].k >= c->aggr_pc[i].iv1) continue;
+      MPI_Offset s = c->iv[cur[i].k].off + cur[i].skip;
+      if (s < hi && (best < 0 || s < bs)) best = i, bs = s;
+    }
+    if (best < 0) break;
+    const pario_run *r = &c->iv[cur[best].k++];
+    cur[best].skip = 0;
+    MPI_Offset s = PARIO_MAX(bs, lo), e = PARIO_MIN(r->off + r->len, hi);
+    if (rs >= 0 && s > re + maxgap) {
+      int rc = read_run(c, x, lo, rs, re);
+      if (rc != MPI_SUCCESS) return rc;
+      rs = -1;
+    }
+    if (rs < 0) rs = s, re = e;
+    else re = PARIO_MAX(re, e);
+  }
+  return rs >= 0 ? read_run(c, x, lo, rs, re) : MPI_SUCCESS;
+}
+
+/* Chunk [cs, ce) of the window: read where the data leaves holes (a read: the union of the
+ * data, read_union), copy the data in or out, write. A chunk with nobody's data is not
+ * touched. */
 static int one_chunk(pario_coll_ctx *c, const coll_call *x, int npc, MPI_Offset cs, MPI_Offset ce) {
   coll_cursor *cur = c->cur, *tmp = c->cur + npc;
   MPI_Offset lo, hi;
   size_t got;
   memcpy(tmp, cur, sizeof(coll_cursor) * (size_t)npc);
   if (chunk_pass(c, npc, tmp, cs, ce, MEASURE, 0, &lo, &hi) == 0) return MPI_SUCCESS;
-  int holes = 1, e;
-  if (x->rw == PARIO_WRITE) {
-    memcpy(tmp, cur, sizeof(coll_cursor) * (size_t)npc);
-    holes = !covered(c, npc, tmp, lo, hi);
-  }
-  if (holes) { /* keep the bytes nobody writes; for reads, what the ranks asked for */
+  int e, rc;
+  memcpy(tmp, cur, sizeof(coll_cursor) * (size_t)npc);
+  if (x->rw == PARIO_READ) {
+    if ((rc = read_union(c, x, npc, tmp, lo, hi)) != MPI_SUCCESS) return rc;
+  } else if (!covered(c, npc, tmp, lo, hi)) { /* keep the bytes nobody writes */
     uint64_t t0 = PARIO_TRACE_T0();
-    e = xfer(c, PARIO_READ, hi - lo, lo, &got);
-    if (x->rw == PARIO_WRITE)
-      PARIO_TRACE_SPAN(PARIO_TC_COLL, "read_before_write", t0, PARIO_TA("offset", lo), PARIO_TA("len", hi - lo));
+    e = xfer(c, PARIO_READ, 0, hi - lo, lo, &got);
+    PARIO_TRACE_SPAN(PARIO_TC_COLL, "read_before_write", t0, PARIO_TA("offset", lo), PARIO_TA("len", hi - lo));
     if (e) return io_error(c, x->op, PARIO_READ, e, hi - lo, lo);
     memset(c->cbuf + got, 0, (size_t)(hi - lo - (MPI_Offset)got)); /* past end of file */
   }
   chunk_pass(c, npc, cur, cs, ce, x->rw == PARIO_WRITE ? FILL : EMPTY, lo, &lo, &hi);
-  if (x->rw == PARIO_WRITE && (e = xfer(c, PARIO_WRITE, hi - lo, lo, &got)))
+  if (x->rw == PARIO_WRITE && (e = xfer(c, PARIO_WRITE, 0, hi - lo, lo, &got)))
     return io_error(c, x->op, PARIO_WRITE, e, hi - lo, lo);
   return MPI_SUCCESS;
 }

@@ -41,6 +41,10 @@ typedef struct pario_file {
    * shared by plain writes). */
   int locks_work;
   pthread_rwlock_t rmw_lock;
+  /* Read volume, this rank's since open (MPI_File_get_info's pario_bytes_read_file and
+   * pario_bytes_requested): bytes read from the driver for any purpose, and bytes asked for
+   * by read calls. Atomic adds: the engine's threads read too. */
+  unsigned long long bytes_read_file, bytes_requested;
   void *layer_state[PARIO_SLOTS]; /* each upper layer's per-file state (core/layer.h) */
 } pario_file;
 
@@ -77,6 +81,12 @@ int pario_eh_default_get(MPI_Errhandler *eh);
 int pario_eh_create(MPI_File_errhandler_function *fn, MPI_Errhandler *eh);
 /* Frees the default handler's holder and the function table (at MPI_Finalize). */
 void pario_eh_finalize(void);
+
+/* The read-volume counters (bytes_read_file, bytes_requested) as info keys. */
+void pario_io_counters_info(pario_file *f, MPI_Info info);
+/* Count n bytes asked for by a read call whose data moves without pario_access_ex (an
+ * aggregated collective read). */
+void pario_io_count_request(pario_file *f, MPI_Offset n);
 
 /* Validate a handle for operation op: on failure returns an error code (already passed
  * through the default errhandler) and *out is NULL. */

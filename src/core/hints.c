@@ -67,6 +67,7 @@ static void apply(pario_hints *h, const char *k, const char *v) {
   else if (!strcmp(k, "romio_ds_read")) parse_tristate(v, &h->romio_ds_read);
   else if (!strcmp(k, "romio_ds_write")) parse_tristate(v, &h->romio_ds_write);
   else if (!strcmp(k, "ind_rd_buffer_size")) { if (parse_size(v, &x) && x > 0) h->ind_rd_buffer_size = x; }
+  else if (!strcmp(k, "pario_read_max_gap")) { if (parse_size(v, &x)) h->read_max_gap = x; }
   else if (!strcmp(k, "ind_wr_buffer_size")) { if (parse_size(v, &x) && x > 0) h->ind_wr_buffer_size = x; }
   else if (!strcmp(k, "striping_unit")) { if (parse_size(v, &x) && x > 0) h->striping_unit = x; }
   else if (!strcmp(k, "striping_factor")) { if (parse_size(v, &x) && x > 0 && x < 1 << 30) h->striping_factor = (int)x; }
@@ -123,6 +124,7 @@ void pario_hints_init(pario_hints *h, MPI_Info info) {
   h->cb_buffer_size = 16 << 20;
   h->ind_rd_buffer_size = 4 << 20;
   h->ind_wr_buffer_size = 512 << 10;
+  h->read_max_gap = PARIO_READ_MAX_GAP;
   h->file_perm = 0666; /* the process umask still applies */
   h->io_threads = 1;
   snprintf(h->sharedfp, sizeof h->sharedfp, "auto");
@@ -156,6 +158,7 @@ int pario_hints_to_info(const pario_hints *h, int nodes, MPI_Info *info) {
   PMPI_Info_set(*info, "romio_ds_write", tristate_name(h->romio_ds_write));
   set_ll(*info, "ind_rd_buffer_size", h->ind_rd_buffer_size);
   set_ll(*info, "ind_wr_buffer_size", h->ind_wr_buffer_size);
+  set_ll(*info, "pario_read_max_gap", h->read_max_gap);
   if (h->striping_unit) set_ll(*info, "striping_unit", h->striping_unit);
   if (h->striping_factor) set_ll(*info, "striping_factor", h->striping_factor);
   if (h->cb_block_size) set_ll(*info, "cb_block_size", h->cb_block_size);

@@ -7,6 +7,10 @@
 
 enum { PARIO_AUTO = 0, PARIO_ENABLE = 1, PARIO_DISABLE = 2 };
 enum { PARIO_DRV_HINTS = 6 };
+/* pario_read_max_gap's default: reading a hole through the page cache costs a copy, one read
+ * more costs a system call; where they cost the same is measured in docs/collective.md
+ * ("Read volume"). */
+#define PARIO_READ_MAX_GAP (4LL << 10)
 
 typedef struct pario_hints {
   long long cb_buffer_size;
@@ -14,6 +18,8 @@ typedef struct pario_hints {
   int cb_nodes_given;      /* cb_nodes came from the user (info or PARIO_HINTS) */
   int romio_cb_read, romio_cb_write, romio_ds_read, romio_ds_write; /* PARIO_AUTO/ENABLE/DISABLE */
   long long ind_rd_buffer_size, ind_wr_buffer_size;
+  long long read_max_gap;  /* pario_read_max_gap: the widest hole a sieving or aggregated
+                              read reads through to join two pieces in one read */
   long long striping_unit; /* 0 = not given */
   int striping_factor;     /* 0 = not given */
   long long cb_block_size; /* 0 = not given */

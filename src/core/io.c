@@ -6,6 +6,7 @@
 #include "trace/trace.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +28,30 @@ static int xfer_traced(pario_file *f, int rw, const struct iovec *iov, int cnt, 
   return e;
 }
 
+static void count_read(pario_file *f, size_t got) {
+  if (got) __atomic_fetch_add(&f->bytes_read_file, (unsigned long long)got, __ATOMIC_RELAXED);
+}
+
+void pario_io_count_request(pario_file *f, MPI_Offset n) {
+  if (n > 0) __atomic_fetch_add(&f->bytes_requested, (unsigned long long)n, __ATOMIC_RELAXED);
+}
+
+void pario_io_counters_info(pario_file *f, MPI_Info info) {
+  char v[32];
+  snprintf(v, sizeof v, "%llu", __atomic_load_n(&f->bytes_read_file, __ATOMIC_RELAXED));
+  PMPI_Info_set(info, "pario_bytes_read_file", v);
+  snprintf(v, sizeof v, "%llu", __atomic_load_n(&f->bytes_requested, __ATOMIC_RELAXED));
+  PMPI_Info_set(info, "pario_bytes_requested", v);
+}
+
+/* Every driver transfer of the data path passes here (list transfers in list_access), so
+ * the read volume is counted here. */
 int pario_drv_xfer(pario_file *f, int rw, const struct iovec *iov, int cnt, off_t off, size_t *got) {
-  if (PARIO_TRACING()) return xfer_traced(f, rw, iov, cnt, off, got);
-  return rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, off, got) : f->drv->preadv(f->dh, iov, cnt, off, got);
+  int e;
+  if (PARIO_TRACING()) e = xfer_traced(f, rw, iov, cnt, off, got);
+  else e = rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, off, got) : f->drv->preadv(f->dh, iov, cnt, off, got);
+  if (rw == PARIO_READ) count_read(f, *got);
+  return e;
 }
 
 int pario_drv_sync(pario_file *f) {
@@ -145,9 +167,33 @@ static int worth_a_window(pario_fcursor c, MPI_Offset left, MPI_Offset off, MPI_
   return off2 >= off && off2 + seg2 <= off + cap;
 }
 
+/* The end of a sieving read window that starts at off with a segment of seg bytes (the
+ * cursor c just past it, left bytes of the access after it): the end of the last segment
+ * that follows with no hole wider than maxgap before it, cut at cap bytes from off and at
+ * last. 0 when not even the next segment joins whole: then the window would carry one
+ * segment and copy it once more, and the segment is read directly. Holes wider than maxgap
+ * are never read: they end the window. A view without such holes (widest_hole) needs no
+ * look-ahead: its window runs to the cap or to last, as it always did. */
+static MPI_Offset window_end(pario_fcursor c, MPI_Offset left, MPI_Offset off, MPI_Offset seg, MPI_Offset cap,
+                             MPI_Offset maxgap, MPI_Offset last) {
+  MPI_Offset end = off + seg, limit = PARIO_MIN(off + cap, last);
+  if (c.v->widest_hole <= maxgap) /* no hole to stop at: no look-ahead beyond the next segment */
+    return worth_a_window(c, left, end, cap - seg) ? limit : 0;
+  int joined = 0;
+  while (left > 0 && end < limit) {
+    MPI_Offset off2, seg2 = pario_fcursor_next(&c, left, &off2);
+    if (off2 < end || off2 - end > maxgap || (!joined && off2 + seg2 > limit) || off2 >= limit) break;
+    left -= seg2;
+    end = PARIO_MIN(off2 + seg2, limit);
+    joined = 1;
+  }
+  return joined ? end : 0;
+}
+
 /* Data sieving for reads: one read of at most ind_rd_buffer_size bytes, never past the end
- * of the access (last), covers many small file segments, which are copied out of it. A
- * segment the window cuts continues in the next window. */
+ * of the access (last) nor past the last segment it serves, and never across a hole wider
+ * than pario_read_max_gap (window_end), covers many small file segments, which are copied
+ * out of it. A segment the window cuts continues in the next window. */
 static int sieve_read(pario_file *f, const char *op, pario_fcursor *fc, pario_mcursor *mc,
                       MPI_Offset n, MPI_Offset *done, MPI_Offset last) {
   MPI_Offset cap = f->hints.ind_rd_buffer_size, wstart = 0, wlen = 0;
@@ -158,12 +204,13 @@ static int sieve_read(pario_file *f, const char *op, pario_fcursor *fc, pario_mc
     MPI_Offset off, seg = pario_fcursor_next(fc, n - *done, &off);
     while (seg > 0 && rc == MPI_SUCCESS && !eof) {
       if (off < wstart || off >= wstart + wlen) {
-        if (!worth_a_window(*fc, n - *done - seg, off + seg, cap - seg)) {
+        MPI_Offset wend = window_end(*fc, n - *done - seg, off, seg, cap, f->hints.read_max_gap, last);
+        if (!wend) {
           rc = xfer_seg(f, op, PARIO_READ, mc, off, seg, done, &eof, 0);
           break;
         }
         size_t got = 0;
-        struct iovec v = {win, (size_t)PARIO_MIN(cap, last - off)};
+        struct iovec v = {win, (size_t)(wend - off)};
         uint64_t t0 = PARIO_TRACE_T0();
         int e = pario_drv_xfer(f, PARIO_READ, &v, 1, (off_t)off, &got);
         PARIO_TRACE_SPAN(PARIO_TC_SIEVE, "read_window", t0, PARIO_TA("file", f->uid), PARIO_TA("offset", off),
@@ -225,7 +272,7 @@ static int sieve_read_scatter(pario_file *f, const char *op, pario_fcursor *fc, 
   MPI_Offset off = 0, seg = 0;
   while (rc == MPI_SUCCESS && !eof && (seg > 0 || *done < n)) {
     if (seg == 0) seg = pario_fcursor_next(fc, n - *done, &off);
-    if (!worth_a_window(*fc, n - *done - seg, off + seg, cap - seg)) {
+    if (!window_end(*fc, n - *done - seg, off, seg, cap, f->hints.read_max_gap, last)) {
       rc = xfer_seg(f, op, PARIO_READ, mc, off, seg, done, &eof, 0);
       seg = 0;
       continue;
@@ -243,7 +290,7 @@ static int sieve_read_scatter(pario_file *f, const char *op, pario_fcursor *fc, 
       pario_fcursor ahead = *fc;
       MPI_Offset off2, seg2 = pario_fcursor_next(&ahead, n - *done - data, &off2);
       MPI_Offset gap = off2 - off;
-      if (off2 + seg2 > limit || gap < 0 || k + 1 + gap / SCRATCH >= BATCH) break;
+      if (off2 + seg2 > limit || gap < 0 || gap > f->hints.read_max_gap || k + 1 + gap / SCRATCH >= BATCH) break;
       for (; gap > 0; gap -= SCRATCH) /* the bytes between two pieces: read and dropped */
         iov[k++] = (struct iovec){scratch, (size_t)PARIO_MIN(gap, SCRATCH)};
       *fc = ahead;
@@ -379,6 +426,7 @@ static int list_access(pario_file *f, const char *op, int rw, pario_fcursor *fc,
     size_t got = 0;
     int e = rw == PARIO_WRITE ? f->drv->pwritel(f->dh, segs, nseg, iov, niov, &got)
                               : f->drv->preadl(f->dh, segs, nseg, iov, niov, &got);
+    if (rw == PARIO_READ) count_read(f, got);
     *done += (MPI_Offset)got;
     if (e) rc = xfer_error(f, op, rw, e, bytes, (MPI_Offset)segs[0].off);
     if ((MPI_Offset)got < bytes) break; /* end of file (or the error) */
@@ -503,6 +551,7 @@ int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, 
     if (rc != MPI_SUCCESS) return rc;
   }
   if (n == 0) return MPI_SUCCESS;
+  if (rw == PARIO_READ) pario_io_count_request(f, n);
   if (atomic) {
     pario_view_extent_of(v, pos, n, &first, &last);
     int e = f->drv->lock(f->dh, rw == PARIO_WRITE ? PARIO_LOCK_WRITE : PARIO_LOCK_READ, first, last - first);

@@ -25,6 +25,15 @@ static void view_free(pario_view *v) {
   free(v);
 }
 
+/* The widest hole between consecutive runs of a filetype, from one tile to the next too. */
+static MPI_Offset widest_hole(const pario_typemap *t) {
+  MPI_Offset w = 0;
+  if (t->dense || t->nruns == 0) return 0;
+  for (size_t i = 1; i < t->nruns; i++) w = PARIO_MAX(w, t->runs[i].off - (t->runs[i - 1].off + t->runs[i - 1].len));
+  const pario_run *a = &t->runs[0], *z = &t->runs[t->nruns - 1];
+  return PARIO_MAX(w, t->extent + a->off - (z->off + z->len));
+}
+
 pario_view *pario_view_new(void) {
   pario_view *v = calloc(1, sizeof *v);
   if (!v) return NULL;
@@ -196,6 +205,7 @@ static pario_view *view_make(pario_file *f, MPI_Offset disp, MPI_Datatype etype,
   }
   nv->esize = a->esize;
   nv->contiguous = nv->ftm->dense;
+  nv->widest_hole = widest_hole(nv->ftm);
   snprintf(nv->datarep, sizeof nv->datarep, "%s", datarep);
   nv->gen = f->view_gen + 1; /* every rank counts the same successful set_views */
   nv->refs = 1;

@@ -14,15 +14,19 @@
  * certain to come before it is MPI_File_open, so these two are set up there, and only when
  * the file asked for them: pario_sharedfp=rma|addproc, or auto on several nodes with
  * MPI_MODE_SEQUENTIAL (such a file can only be accessed through shared pointers) unless the
- * file is on a server. Otherwise auto across nodes takes lockedfile, the best lazy component
- * there. */
+ * file is on a server, or lockedfile serves it better (seq_lockedfile: a local file system,
+ * or, with MPICH, rank 0's host oversubscribed). Otherwise auto across nodes takes lockedfile, the best
+ * lazy component there. docs/sharedfp.md has the measurements behind the rule. */
 #include "sharedfp/sharedfp.h"
 #include "trace/trace.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 /* The layer's per-file state (core keeps it in the file's SHAREDFP slot). */
 typedef struct sfp_file {
@@ -43,11 +47,64 @@ enum { NCOMP = sizeof all / sizeof all[0] };
 
 static int named(const pario_file *f, const char *name) { return !strcmp(f->hints.sharedfp, name); }
 
+/* Whether the file lives on a file system served over a network (statfs magic numbers of
+ * NFS, Lustre, GPFS, CIFS/SMB2, Ceph, BeeGFS, OrangeFS, 9p, AFS, FUSE, OCFS2, GFS2); unknown
+ * counts as network. Tests: PARIO_TEST_NETWORK_FS=1 makes every file count as on a network
+ * file system, =0 as on a local one. */
+static int network_fs(const pario_file *f) {
+  static const unsigned long magic[] = {0x6969,     0x0BD00BD0, 0x47504653, 0xFF534D42, 0xFE534D42, 0x00C36400,
+                                        0x19830326, 0x20030528, 0x01021997, 0x5346414F, 0x65735546, 0x7461636F,
+                                        0x01161970};
+  const char *t = getenv("PARIO_TEST_NETWORK_FS");
+  struct statfs sb;
+  if (t && (*t == '0' || *t == '1')) return *t == '1';
+  if (f->drv->remote || statfs(f->path, &sb) != 0) return 1;
+  for (size_t i = 0; i < sizeof magic / sizeof magic[0]; i++)
+    if ((unsigned long)(unsigned)sb.f_type == magic[i]) return 1;
+  return 0;
+}
+
+/* Collective: 1 when rank 0's host runs more of the file's ranks than rank 0 may use CPUs
+ * (sched_getaffinity): rank 0 then serves rma's remote atomics only when the scheduler gives
+ * it (or its progress thread) a turn. Hosts are told apart by gethostname, not by the MPI's
+ * node split (which MPICH's cliques divide). */
+static int rank0_oversubscribed(pario_file *f) {
+  char host[256] = "";
+  unsigned long long h = 1469598103934665603ULL;
+  cpu_set_t set;
+  gethostname(host, sizeof host - 1);
+  for (const char *p = host; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  long long v[2] = {(long long)h, sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1};
+  PMPI_Bcast(v, 2, MPI_LONG_LONG, 0, f->comm);
+  int mine = (long long)h == v[0], there = 0;
+  PMPI_Allreduce(&mine, &there, 1, MPI_INT, MPI_SUM, f->comm);
+  return there > v[1];
+}
+
+/* Whether the MPI serves rma's remote atomics in software at rank 0: MPICH 4.0 (ch4:ucx) runs
+ * them as active messages there; Open MPI's one-sided components complete them without the
+ * target (measured: rma's multi-node form kept pace with lockedfile at 4 ranks on 2 cores,
+ * docs/sharedfp.md). pario is built for one MPI, so every rank answers alike. */
+static int atomics_wait_for_rank0(void) { return !strcmp(PARIO_MPI_FLAVOUR, "mpich"); }
+
+/* auto across nodes for a sequential file (collective; the same answer on every rank):
+ * lockedfile instead of rma where its locks work and either the file system is local (the
+ * "nodes" share one host: an fcntl lock is a kernel call, while rma's atomics wait for rank
+ * 0 to make progress) or rank 0 must serve the atomics and its host is oversubscribed (they
+ * starve). */
+static int seq_lockedfile(pario_file *f) {
+  int v[2] = {pario_sharedfp_lockedfile.query(f) >= 0, !network_fs(f)}, every[2];
+  PMPI_Allreduce(v, every, 2, MPI_INT, MPI_MIN, f->comm);
+  if (!every[0]) return 0;
+  return every[1] || (atomics_wait_for_rank0() && rank0_oversubscribed(f));
+}
+
 /* The component to set up inside MPI_File_open, or NULL (identical on all ranks). */
 static const pario_sharedfp_component *at_open(pario_file *f) {
   if (named(f, "rma")) return &pario_sharedfp_rma;
   if (named(f, "addproc")) return &pario_sharedfp_addproc;
-  if (named(f, "auto") && f->nodes > 1 && (f->amode & MPI_MODE_SEQUENTIAL) && pario_sharedfp_server.query(f) < 0)
+  if (named(f, "auto") && f->nodes > 1 && (f->amode & MPI_MODE_SEQUENTIAL) && pario_sharedfp_server.query(f) < 0 &&
+      !seq_lockedfile(f))
     return pario_sharedfp_rma.query(f) >= 0 ? &pario_sharedfp_rma : &pario_sharedfp_addproc;
   return NULL;
 }

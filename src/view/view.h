@@ -15,6 +15,9 @@ typedef struct pario_view {
   unsigned char owned[2]; /* etype, filetype are our dups (freed with the view) */
   MPI_Offset esize;       /* etype size in bytes */
   int contiguous;         /* filetype dense: data position p is file offset disp + lb + p */
+  MPI_Offset widest_hole; /* the widest hole between consecutive pieces of the filetype,
+                             tile to tile included (0 for a dense one): sieving reads need
+                             no look-ahead for holes when it is within pario_read_max_gap */
   char datarep[MPI_MAX_DATAREP_STRING];
   /* A representation other than native (core/rep.h; NULL for native and internal, which
    * pario stores as native): then ftm and esize are the file representation's, in ftm_own. */

@@ -11,8 +11,8 @@
  *    where the plan says;
  *  - an automatic collective read of interleaved pieces aggregates (on one node it would
  *    read independently), and collective writes and reads move the right bytes;
- *  - shared pointers: auto gives rma for an MPI_MODE_SEQUENTIAL file and lockedfile for
- *    another; rma takes its multi-node form (rank 0 runs its progress thread); sm is
+ *  - shared pointers: auto gives lockedfile for a normal file, and for an MPI_MODE_SEQUENTIAL
+ *    one rma on a network file system with a CPU per rank on rank 0's host, else lockedfile; rma takes its multi-node form (rank 0 runs its progress thread); sm is
  *    refused; rma, lockedfile, addproc and individual place every rank's write_shared
  *    records exactly once; individual's clock offsets lie within the error bounds pario
  *    reports, and causally related writes of different nodes are placed in time order
@@ -20,6 +20,7 @@
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <sched.h>
 #include <time.h>
 
 #include "../mpi/harness.h"
@@ -431,15 +432,30 @@ static void auto_normal(void) {
   records("auto", "lockedfile", MPI_MODE_RDWR, 200);
 }
 
-/* auto on a sequential file sets rma up at open: get_info names it before any use. */
-static void auto_sequential(void) {
+/* auto on a sequential file: rma set up at open (get_info names it before any use) where
+ * the file system is a network one and rank 0's host has a CPU for every rank, else lockedfile
+ * (docs/sharedfp.md). PARIO_TEST_NETWORK_FS tells pario which kind of file system to assume. */
+static void auto_sequential_on(const char *fs) {
+  cpu_set_t set;
+  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  MPI_Bcast(&cpus, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const char *want = fs[0] == '1' && np <= cpus ? "rma" : "lockedfile"; /* one host: every rank on rank 0's */
+  setenv("PARIO_TEST_NETWORK_FS", fs, 1);
   const char *kv[] = {"pario_sharedfp", "auto", NULL};
   const char *p = fname("autoseq");
   MPI_File fh = open_hints(p, MPI_MODE_CREATE | MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL, kv);
-  CHECK(!strcmp(sharedfp_used(fh), "rma"), "auto, sequential file, at open: get_info pario_sharedfp=%s", sharedfp_used(fh));
+  const char *used = sharedfp_used(fh);
+  CHECK(!strcmp(used, !strcmp(want, "rma") ? "rma" : "auto"),
+        "auto, sequential file, network fs %s, at open: get_info pario_sharedfp=%s", fs, used);
   MPI_File_close(&fh);
   if (rank == 0) remove(p);
-  records("auto", "rma", MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL, 200);
+  records("auto", want, MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL, 200);
+  unsetenv("PARIO_TEST_NETWORK_FS");
+}
+
+static void auto_sequential(void) {
+  auto_sequential_on("0");
+  auto_sequential_on("1");
 }
 
 /* ---- individual's clock offsets ---- */

@@ -76,6 +76,7 @@ srv_conn *srv_conn_new(int fd, const srv_io *io, const char *peer) {
 }
 
 void srv_conn_free(srv_conn *c) {
+  if (c->pipe_ok == 1) close(c->pipe[0]), close(c->pipe[1]);
   free(c->handles);
   free(c->chunk);
   pthread_mutex_destroy(&c->send_mu);
@@ -93,19 +94,23 @@ void srv_conn_release(srv_conn *c, uint64_t n) {
 }
 
 /* ---- replies ---------------------------------------------------------------------------------- */
+/* A reply in one send where its body is small (one system call, one segment on the wire). */
 int srv_reply(srv_conn *c, unsigned type, uint64_t id, int status, const void *body, size_t n) {
-  uint8_t head[RIO_HDR_SIZE + RIO_STATUS];
+  enum { HL = RIO_HDR_SIZE + RIO_STATUS, ONE = 256 };
+  uint8_t head[HL + ONE];
   rio_hdr h = {RIO_VERSION, (uint16_t)(type | RIO_REPLY), 0, (uint32_t)(RIO_STATUS + n), id};
   rio_hdr_encode(head, &h);
   rio_wr w = rio_wr_init(head + RIO_HDR_SIZE, RIO_STATUS);
   rio_put_status(&w, status);
+  size_t first = HL;
+  if (n && n <= ONE) memcpy(head + HL, body, n), first += n, n = 0;
   pthread_mutex_lock(&c->send_mu);
   uint64_t t0 = srv_now_ns();
-  int r = srv_dead(c) ? -1 : c->io->send(c, head, sizeof head);
+  int r = srv_dead(c) ? -1 : c->io->send(c, head, first);
   if (r == 0 && n) r = c->io->send(c, body, n);
   if (r != 0) srv_set_dead(c);
   pthread_mutex_unlock(&c->send_mu);
-  srv_trace_span("net", "send", srv_type_name(type), t0, sizeof head + n, 0, id);
+  srv_trace_span("net", "send", srv_type_name(type), t0, first + n, 0, id);
   return r;
 }
 
@@ -289,6 +294,7 @@ static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE], uint64_t t0)
     return srv_forward_request(c, &h, body, h.len);
   }
   j->c = c, j->h = h, j->body = body, j->n = h.len;
+  if (h.type == RIO_T_READ && srv_read_inline(j)) return 0;
   srv_pool_submit(j);
   return 0;
 }

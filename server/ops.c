@@ -18,6 +18,9 @@
 #define READ_CHUNK (1u << 20)
 #define WRITE_CHUNK (1u << 20)
 #define INLINE_READ (64u << 10) /* READs up to this size may be served by the reader */
+#define SIEVE_PIECE 4096         /* segments up to this size may be read together ... */
+#define SIEVE_GAP 4096           /* ... when at most this far apart ... */
+#define SIEVE_SPAN (256u << 10)  /* ... in one pread of at most this span */
 #define SPLICE_MIN (64u << 10) /* smaller pieces are cheaper copied than spliced */
 
 /* ---- handle table ------------------------------------------------------------------------------ */
@@ -298,30 +301,87 @@ static uint64_t read_extent(const rio_io_req *io, uint64_t size) {
   return done;
 }
 
-/* Send `done` bytes of the segments, read chunk by chunk; bytes a concurrent truncation took
- * away travel as zeros (the length was promised in the reply header). -1 if the stream broke. */
-static int stream_read(srv_job *j, const rio_io_req *io, uint64_t done, uint8_t *buf) {
-  srv_conn *c = j->c;
-  for (uint32_t i = 0; i < io->nseg && done > 0; i++) {
-    uint64_t off, len;
+/* Where a READ's reading stands: segment i, pos bytes into it, left bytes of `done` to go. */
+typedef struct seg_cur {
+  uint32_t i;
+  uint64_t pos, left;
+  uint8_t *scratch; /* SIEVE_SPAN bytes, for runs of small segments read at once */
+} seg_cur;
+
+/* Read exactly n bytes at off (zeros past a concurrent truncation, as the reply promised). 0,
+ * or 1 when nowait and the data is not in the page cache. */
+static int read_at(int fd, uint8_t *p, size_t n, uint64_t off, int nowait) {
+  size_t got = 0;
+  while (got < n) {
+    struct iovec v = {p + got, n - got};
+    ssize_t r = preadv2(fd, &v, 1, (off_t)(off + got), nowait ? RWF_NOWAIT : 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && nowait) return 1; /* EAGAIN (not cached), or no RWF_NOWAIT here */
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  memset(p + got, 0, n - got);
+  return 0;
+}
+
+/* How many segments from cur->i (which starts a segment) one read of at most SIEVE_SPAN bytes
+ * covers: small segments in increasing order with small gaps, all of them within room. */
+static uint32_t sieve_run(const rio_io_req *io, const seg_cur *cur, size_t room, uint64_t *lo, uint64_t *hi) {
+  uint64_t off, len, bytes = 0;
+  uint32_t k = 0;
+  rio_seg_at(io, cur->i, &off, &len);
+  *lo = off, *hi = off;
+  for (uint32_t i = cur->i; i < io->nseg; i++, k++) {
     rio_seg_at(io, i, &off, &len);
-    if (len > done) len = done;
-    done -= len;
-    while (len > 0) {
-      size_t n = len < READ_CHUNK ? (size_t)len : READ_CHUNK, got = 0;
-      srv_emulate_disk(n);
-      uint64_t t0 = srv_now_ns();
-      while (got < n) {
-        ssize_t r = pread(j->hd->fd, buf + got, n - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
+    if (len > SIEVE_PIECE || off < *hi || off - *hi > SIEVE_GAP || off + len - *lo > SIEVE_SPAN ||
+        bytes + len > room || bytes + len > cur->left)
+      break;
+    bytes += len;
+    *hi = off + len;
+  }
+  return k;
+}
+
+/* Fill out (room bytes at most) with the next bytes of the READ's segments: a run of small
+ * nearby segments with one pread of their span (server-side sieving: the page cache holds
+ * them, a system call per 32-byte piece is what costs), any other piece read directly.
+ * Returns the bytes filled, or -1 when nowait and a piece is not in the page cache. */
+static ssize_t fill(const srv_job *j, const rio_io_req *io, seg_cur *cur, uint8_t *out, size_t room, int nowait) {
+  size_t n = 0;
+  int fd = j->hd->fd;
+  while (n < room && cur->left > 0 && cur->i < io->nseg) {
+    uint64_t off, len, lo, hi;
+    rio_seg_at(io, cur->i, &off, &len);
+    uint32_t k = cur->pos == 0 && cur->scratch ? sieve_run(io, cur, room - n, &lo, &hi) : 0;
+    if (k >= 2) {
+      if (read_at(fd, cur->scratch, (size_t)(hi - lo), lo, nowait)) return -1;
+      for (uint32_t e = cur->i + k; cur->i < e; cur->i++) {
+        rio_seg_at(io, cur->i, &off, &len);
+        memcpy(out + n, cur->scratch + (off - lo), (size_t)len);
+        n += (size_t)len, cur->left -= len;
       }
-      srv_trace_span("storage", "pread", NULL, t0, got, off, j->h.id);
-      memset(buf + got, 0, n - got);
-      if (c->io->send(c, buf, n)) return -1;
-      off += n, len -= n;
+      continue;
     }
+    uint64_t piece = len - cur->pos;
+    if (piece > cur->left) piece = cur->left;
+    if (piece > room - n) piece = room - n;
+    if (read_at(fd, out + n, (size_t)piece, off + cur->pos, nowait)) return -1;
+    n += (size_t)piece, cur->left -= piece, cur->pos += piece;
+    if (cur->pos == len) cur->i++, cur->pos = 0;
+  }
+  return (ssize_t)n;
+}
+
+/* Send `done` bytes of the segments, gathered chunk by chunk. -1 if the stream broke. */
+static int stream_read(srv_job *j, const rio_io_req *io, seg_cur *cur, uint8_t *buf) {
+  srv_conn *c = j->c;
+  while (cur->left > 0) {
+    uint64_t t0 = srv_now_ns();
+    ssize_t n = fill(j, io, cur, buf, READ_CHUNK, 0);
+    if (n <= 0) return -1; /* cannot happen: left > 0 fills at least a byte */
+    srv_emulate_disk((size_t)n);
+    srv_trace_span("storage", "pread", NULL, t0, (uint64_t)n, 0, j->h.id);
+    if (c->io->send(c, buf, (size_t)n)) return -1;
   }
   return 0;
 }
@@ -329,27 +389,13 @@ static int stream_read(srv_job *j, const rio_io_req *io, uint64_t done, uint8_t 
 /* A READ whose reply fits one chunk: the header and the data leave in one send (one system
  * call, one segment on the wire). nowait: the reader thread's try (RWF_NOWAIT), 1 when a piece
  * is not in the page cache (nothing sent; the handle reference is kept for the pool). */
-static int read_small(srv_job *j, const rio_io_req *io, uint64_t done, uint8_t *head, size_t hl, int nowait) {
+static int read_small(srv_job *j, const rio_io_req *io, seg_cur *cur, uint8_t *head, size_t hl, int nowait) {
+  uint64_t done = cur->left;
   uint8_t *buf = malloc(hl + done);
   if (!buf) return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_ENOMEM, NULL, 0), 0;
   memcpy(buf, head, hl);
-  uint8_t *p = buf + hl;
-  uint64_t left = done, t0 = srv_now_ns();
-  for (uint32_t i = 0; i < io->nseg && left > 0; i++) {
-    uint64_t off, len;
-    rio_seg_at(io, i, &off, &len);
-    size_t n = len < left ? (size_t)len : (size_t)left, got = 0;
-    while (got < n) {
-      struct iovec v = {p + got, n - got};
-      ssize_t r = preadv2(j->hd->fd, &v, 1, (off_t)(off + got), nowait ? RWF_NOWAIT : 0);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0 && nowait) return free(buf), 1; /* EAGAIN (not cached), or no RWF_NOWAIT here */
-      if (r <= 0) break;
-      got += (size_t)r;
-    }
-    memset(p + got, 0, n - got); /* a concurrent truncation: zeros, as promised */
-    p += n, left -= n;
-  }
+  uint64_t t0 = srv_now_ns();
+  if (done && fill(j, io, cur, buf + hl, (size_t)done, nowait) < 0) return free(buf), 1;
   srv_trace_span("storage", "pread", NULL, t0, done, 0, j->h.id);
   srv_conn *c = j->c;
   pthread_mutex_lock(&c->send_mu);
@@ -384,21 +430,25 @@ static int do_read_ex(srv_job *j, int nowait) {
   rio_wr w = rio_wr_init(head + RIO_HDR_SIZE, RIO_STATUS + 8);
   rio_put_status(&w, RIO_OK);
   rio_put_u64(&w, done);
+  seg_cur cur = {0, 0, done, io.nseg > 1 ? malloc(SIEVE_SPAN) : NULL}; /* no scratch: piece by piece */
   if (done <= READ_CHUNK && !srv->cfg.emu.disk_bw) {
-    if (read_small(j, &io, done, head, sizeof head, nowait)) return 1;
+    int declined = read_small(j, &io, &cur, head, sizeof head, nowait);
+    free(cur.scratch);
+    if (declined) return 1;
   } else {
     uint8_t *buf = done ? malloc(done < READ_CHUNK ? done : READ_CHUNK) : NULL;
-    if (done && !buf) return srv_reply(j->c, j->h.type, j->h.id, RIO_ENOMEM, NULL, 0), 0;
+    if (done && !buf) return free(cur.scratch), srv_reply(j->c, j->h.type, j->h.id, RIO_ENOMEM, NULL, 0), 0;
     srv_conn *c = j->c;
     pthread_mutex_lock(&c->send_mu);
     uint64_t t0 = srv_now_ns();
     int r = srv_dead(c) ? -1 : c->io->send(c, head, sizeof head);
-    if (r == 0) r = stream_read(j, &io, done, buf);
+    if (r == 0) r = stream_read(j, &io, &cur, buf);
     srv_trace_span("net", "send", "READ", t0, sizeof head + done, 0, j->h.id);
     __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
     if (r) srv_set_dead(c);
     pthread_mutex_unlock(&c->send_mu);
     free(buf);
+    free(cur.scratch);
   }
   if (srv->cfg.emu.cache_none) (void)posix_fadvise(j->hd->fd, 0, 0, POSIX_FADV_DONTNEED);
   return 0;

@@ -2,7 +2,9 @@
  * generalized request; the application thread never has to call into MPI for progress.
  * Without MPI_THREAD_MULTIPLE the job runs inside the call instead (correct, no overlap).
  * The pool is process-wide; each file's pario_io_threads hint bounds how many of that file's
- * jobs run at once, and the pool grows to the largest bound any file asked for. */
+ * jobs run at once, and the pool grows to the largest bound any file asked for. Where the
+ * file's driver can submit (driver.h), an independent job is sent by the calling thread and
+ * completed from the driver's callback instead: no worker, no bound in flight. */
 #include "async/engine.h"
 #include "collective/collective.h"
 #include "core/rep.h"

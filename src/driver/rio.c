@@ -3,7 +3,8 @@
  * any number of requests in flight from any number of threads: senders take turns under a
  * send lock, one receiver thread per connection hands each reply to its waiter by id. Every
  * wait has a deadline (no progress for the timeout); a dead connection fails all its waiters
- * at once, and the next handle to need the server connects again. */
+ * at once, and the next handle to need the server connects again. Submitted transfers (the
+ * engine's path for nonblocking operations) have no waiter: the receiver completes them. */
 #include "core/common.h"
 #include "driver/rio.h"
 #include "rio/proto.h"
@@ -1198,7 +1199,8 @@ const pario_driver pario_driver_rio = {
     .unlink = rio_unlink,
     .remote = 1,
     .hint_prefix = "pario_rio_",
-    .io_threads = 16, /* nonblocking operations of a file in flight at once (seed 004 allowed 64) */
+    .io_threads = 16, /* nonblocking operations of a file the engine's workers run at once: only
+                         those submit declines (large writes) and collectives; seed 004 allowed 64 */
     .open_ex = rio_open_ex,
     .unlink_ex = rio_unlink_ex,
     .preadl = rio_preadl,

@@ -4,7 +4,8 @@
  * send lock, one receiver thread per connection hands each reply to its waiter by id. Every
  * wait has a deadline (no progress for the timeout); a dead connection fails all its waiters
  * at once, and the next handle to need the server connects again. Submitted transfers (the
- * engine's path for nonblocking operations) have no waiter: the receiver completes them. */
+ * engine's path for nonblocking operations) have no waiter: the receiver completes them, and
+ * a connection's one sender thread sends the large writes among them. */
 #include "core/common.h"
 #include "driver/rio.h"
 #include "rio/proto.h"
@@ -214,6 +215,9 @@ typedef struct rio_conn {
   pthread_mutex_t send_lock;  /* one frame at a time on the wire */
   rio_req *pending;
   int naio;                   /* submitted requests in pending: the receiver keeps their time */
+  pthread_cond_t send_cond;   /* the sender thread: a queued transfer, or the end */
+  rio_aio *sendq, *sendq_tail; /* submitted writes the sender thread puts on the wire */
+  int sender;                 /* the sender thread runs (made at the first queued write) */
   int dead, err;
   int refs;                   /* handles using it, and the receiver thread */
   uint64_t max_request;
@@ -238,6 +242,7 @@ static void kill_locked(rio_conn *c, int err) {
     c->dead = 1;
     c->err = err ? err : ECONNRESET;
     shutdown(c->link.fd, SHUT_RDWR);
+    pthread_cond_broadcast(&c->send_cond);
   }
   for (rio_req **pp = &c->pending; *pp;) {
     rio_req *r = *pp;
@@ -275,6 +280,7 @@ static void conn_put(rio_conn *c) {
   pthread_mutex_destroy(&c->lock);
   pthread_mutex_destroy(&c->send_lock);
   pthread_cond_destroy(&c->cond);
+  pthread_cond_destroy(&c->send_cond);
   free(c);
 }
 
@@ -681,6 +687,7 @@ static int conn_get(const rio_where *w, rio_conn **out) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&c->cond, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&c->send_cond, NULL);
     c->refs = 2; /* the caller and the receiver */
     pthread_attr_t ta;
     pthread_attr_init(&ta);
@@ -693,6 +700,7 @@ static int conn_get(const rio_where *w, rio_conn **out) {
       pthread_mutex_destroy(&c->lock);
       pthread_mutex_destroy(&c->send_lock);
       pthread_cond_destroy(&c->cond);
+      pthread_cond_destroy(&c->send_cond);
     } else {
       receivers++;
       c->next = cache;
@@ -1033,6 +1041,8 @@ static void free_parts(io_part *parts, int np) {
 
 /* A submitted list transfer (driver.h submit): its requests, and what completes it. */
 struct rio_aio {
+  rio_aio *next;  /* in the connection's send queue */
+  rio_fh *h;
   int wr, np;
   io_part *parts;
   int left; /* requests not done yet, plus one while the submitter is still sending */
@@ -1115,13 +1125,71 @@ static int io_list(rio_fh *h, int wr, const pario_seg *segs, int nseg, const str
   return e;
 }
 
-/* Writes up to this size are submitted (their data sent by the calling thread, which a full
- * socket buffer holds up); larger ones decline and run on an engine thread, so that the
- * caller of a large MPI_File_iwrite goes back to computing at once. */
-#define SUBMIT_WRITE_MAX (1u << 20)
+/* Writes over this size are put on the wire by the connection's sender thread, so that the
+ * caller of a large MPI_File_iwrite goes back to computing at once; smaller requests are sent
+ * by the calling thread (a hand-off would cost more than the send). */
+#define SUBMIT_INLINE_MAX (64u << 10)
 
-/* driver.h submit: the requests are sent now, in the caller's thread; the receiver completes
- * the transfer when the last reply has come (or the connection has died). */
+/* The sender thread of a connection: it sends the queued writes in order, each as send_parts
+ * would in the caller, then lets go of the transfer (the submitter's share). It ends with the
+ * connection, sending nothing more then (start() fails each request with the connection's
+ * error). */
+static void *sender(void *arg) {
+  rio_conn *c = arg;
+  pthread_mutex_lock(&c->lock);
+  for (;;) {
+    while (!c->sendq && !c->dead) pthread_cond_wait(&c->send_cond, &c->lock);
+    rio_aio *a = c->sendq;
+    if (!a) break;
+    c->sendq = a->next;
+    if (!c->sendq) c->sendq_tail = NULL;
+    pthread_mutex_unlock(&c->lock);
+    send_parts(a->h, c, a->wr, a->parts, a->np, a);
+    aio_part_done(a);
+    pthread_mutex_lock(&c->lock);
+  }
+  c->sender = 0;
+  pthread_mutex_unlock(&c->lock);
+  conn_put(c);
+  pthread_mutex_lock(&cache_lock);
+  receivers--;
+  pthread_cond_broadcast(&rx_cond);
+  pthread_mutex_unlock(&cache_lock);
+  return NULL;
+}
+
+/* Queue a submitted write for the sender thread (made here the first time). 0, or an errno
+ * with nothing queued. */
+static int queue_send(rio_conn *c, rio_aio *a) {
+  pthread_mutex_lock(&cache_lock); /* receivers counts the sender too: finalize waits for it */
+  pthread_mutex_lock(&c->lock);
+  int e = c->dead ? c->err : 0;
+  if (!e && !c->sender) {
+    pthread_attr_t ta;
+    pthread_t tid;
+    pthread_attr_init(&ta);
+    pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+    c->refs++; /* the sender's */
+    e = pthread_create(&tid, &ta, sender, c);
+    pthread_attr_destroy(&ta);
+    if (e) c->refs--;
+    else c->sender = 1, receivers++;
+  }
+  if (!e) {
+    a->next = NULL;
+    if (c->sendq_tail) c->sendq_tail->next = a;
+    else c->sendq = a;
+    c->sendq_tail = a;
+    pthread_cond_signal(&c->send_cond);
+  }
+  pthread_mutex_unlock(&c->lock);
+  pthread_mutex_unlock(&cache_lock);
+  return e;
+}
+
+/* driver.h submit: the requests are sent now, by the calling thread or (large writes) the
+ * connection's sender thread; the receiver completes the transfer when the last reply has
+ * come (or the connection has died). */
 static int rio_submit(void *handle, int rw, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt,
                       void (*done)(void *arg, int err, size_t bytes), void *arg) {
   rio_fh *h = handle;
@@ -1129,20 +1197,24 @@ static int rio_submit(void *handle, int rw, const pario_seg *segs, int nseg, con
   io_part *parts = NULL;
   uint64_t total;
   int np = 0, e = check_segs(segs, nseg, &total);
-  if (e || (rw && total > SUBMIT_WRITE_MAX)) return e ? e : EOPNOTSUPP;
+  if (e) return e;
   rio_aio *a = calloc(1, sizeof *a);
   if (!a) return ENOMEM;
   e = ensure(h, &c); /* a deferred OPEN: a round trip, once per handle */
   if (!e) e = plan_parts(c, h->sh, segs, nseg, mem, memcnt, &parts, &np);
-  if (e) {
-    free_parts(parts, np);
-    free(a);
-    return e;
+  if (!e) {
+    *a = (rio_aio){NULL, h, rw != 0, np, parts, np + 1, done, arg};
+    if (rw && total > SUBMIT_INLINE_MAX) {
+      if ((e = queue_send(c, a)) == 0) return 0; /* the sender thread holds the share now */
+    } else {
+      send_parts(h, c, rw != 0, parts, np, a);
+      aio_part_done(a); /* the submitter's share: from now on the replies complete it */
+      return 0;
+    }
   }
-  *a = (rio_aio){rw != 0, np, parts, np + 1, done, arg};
-  send_parts(h, c, rw != 0, parts, np, a);
-  aio_part_done(a); /* the submitter's share: from now on the replies complete it */
-  return 0;
+  free_parts(parts, np);
+  free(a);
+  return e;
 }
 
 static int rio_preadl(void *h, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt, size_t *done) {
@@ -1199,8 +1271,8 @@ const pario_driver pario_driver_rio = {
     .unlink = rio_unlink,
     .remote = 1,
     .hint_prefix = "pario_rio_",
-    .io_threads = 16, /* nonblocking operations of a file the engine's workers run at once: only
-                         those submit declines (large writes) and collectives; seed 004 allowed 64 */
+    .io_threads = 16, /* nonblocking collectives of a file the engine's workers run at once (the
+                         others are submitted); seed 004 allowed 64 */
     .open_ex = rio_open_ex,
     .unlink_ex = rio_unlink_ex,
     .preadl = rio_preadl,

@@ -9,7 +9,8 @@
  *   inflight URL [N SIZE]  N blocking, then N nonblocking writes in flight: times printed
  *   submit URL [N] N nonblocking 4 KiB writes, then N reads, in flight at once through the
  *                  engine's submission path (no I/O thread started), the bytes read back; reads
- *                  across the end of file; close with N writes still in flight
+ *                  across the end of file; two 3 MiB writes (the sender thread's); close with N
+ *                  writes still in flight
  *   gen NAME       a fixed mix of contiguous, noncontiguous, collective, nonblocking and
  *                  shared-pointer writes, for comparing a server's file with a local one
  *   fault URL DIR  collective writes until the server (stopped or killed by fault.sh) fails
@@ -447,6 +448,18 @@ static void submit(const char *url, int n) {
   CHECK(rc == MPI_SUCCESS && c[0] == 100 && c[1] == 0, "reads across the end of file: %d and %d bytes (%s)", c[0], c[1],
         err_text(rc));
   CHECK(!memcmp(back, buf + total - 100, 100), "the bytes before the end of file");
+  /* two large writes (the connection's sender thread sends them) and their read */
+  enum { BIG = (3 << 20) + 5 };
+  unsigned char *big = malloc(2 * (size_t)BIG), *bigback = calloc(2, BIG);
+  for (size_t i = 0; i < 2 * (size_t)BIG; i++) big[i] = pat((long long)i * 5 + rank);
+  MPI_File_iwrite_at(fh, (MPI_Offset)total, big, BIG, MPI_BYTE, &req[0]);
+  MPI_File_iwrite_at(fh, (MPI_Offset)total + BIG, big + BIG, BIG, MPI_BYTE, &req[1]);
+  waitall_counts(2, req, st, BIG, "large nonblocking writes");
+  MPI_File_iread_at(fh, (MPI_Offset)total, bigback, 2 * BIG, MPI_BYTE, &req[0]);
+  waitall_counts(1, req, st, 2 * BIG, "large nonblocking read");
+  CHECK(!memcmp(big, bigback, 2 * (size_t)BIG), "the large writes read back");
+  free(big), free(bigback);
+  if (provided == MPI_THREAD_MULTIPLE) CHECK(io_workers() == 0, "still no engine I/O thread: %d", io_workers());
   /* close with every write still in flight: close waits for them, their data is not lost */
   for (size_t i = 0; i < total; i++) buf[i] = pat((long long)i * 3 + rank + 1);
   for (int i = 0; i < n; i++) MPI_File_iwrite_at(fh, (MPI_Offset)i * S, buf + (size_t)i * S, S, MPI_BYTE, &req[i]);

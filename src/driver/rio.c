@@ -399,15 +399,21 @@ static void *receiver(void *arg) {
     rio_hdr h;
     /* idle connections wait for ever (TLS may hold decrypted bytes already); a body must
      * keep coming; submitted requests have their deadline kept here */
-    pthread_mutex_lock(&c->lock);
-    long long idle = c->naio > 0 ? aio_tick(c) : -1;
-    pthread_mutex_unlock(&c->lock);
-    e = c->link.ssl && SSL_pending(c->link.ssl) > 0 ? 0 : wait_fd(c->link.fd, POLLIN, idle);
-    if (e == ETIMEDOUT && idle >= 0) {
-      if ((e = aio_overdue(c, last_reply)) != 0) break;
-      continue;
+    size_t got = 0;
+    ssize_t r = c->link.ssl ? -1 : recv(c->link.fd, hb, sizeof hb, MSG_DONTWAIT); /* pipelined: there */
+    if (r > 0) got = (size_t)r;
+    e = r == 0 ? ECONNRESET : r < 0 && !c->link.ssl && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR ? errno : 0;
+    if (!e && !got) {
+      pthread_mutex_lock(&c->lock);
+      long long idle = c->naio > 0 ? aio_tick(c) : -1;
+      pthread_mutex_unlock(&c->lock);
+      e = c->link.ssl && SSL_pending(c->link.ssl) > 0 ? 0 : wait_fd(c->link.fd, POLLIN, idle);
+      if (e == ETIMEDOUT && idle >= 0) {
+        if ((e = aio_overdue(c, last_reply)) != 0) break;
+        continue;
+      }
     }
-    if (!e) e = read_exact(&c->link, hb, sizeof hb, c->timeout_ms);
+    if (!e) e = read_exact(&c->link, hb + got, sizeof hb - got, c->timeout_ms);
     if (!e && (rio_hdr_decode(hb, &h) || !(h.type & RIO_REPLY) || h.len < RIO_STATUS ||
                h.len > c->max_request + 4096))
       e = EPROTO;

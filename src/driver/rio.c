@@ -353,7 +353,7 @@ static int aio_overdue(rio_conn *c, uint64_t last_reply) {
   uint64_t now = now_ns(), limit = (uint64_t)c->timeout_ms * 1000000ull;
   int late = 0;
   pthread_mutex_lock(&c->lock);
-  for (rio_req *r = c->pending; r && !late; r = r->next)
+  for (rio_req *r = c->naio ? c->pending : NULL; r && !late; r = r->next)
     if (r->aio && r->state == WAITING) late = now - (r->since > last_reply ? r->since : last_reply) >= limit;
   pthread_mutex_unlock(&c->lock);
   return late ? ETIMEDOUT : 0;
@@ -397,18 +397,17 @@ static void *receiver(void *arg) {
   for (;;) {
     uint8_t hb[RIO_HDR_SIZE + RIO_STATUS]; /* every reply starts with its status block */
     rio_hdr h;
-    /* idle connections wait for ever (TLS may hold decrypted bytes already); a body must
-     * keep coming; submitted requests have their deadline kept here */
+    /* idle connections wait without limit, looking at the submitted requests' deadlines every
+     * tick (TLS may hold decrypted bytes already); a body must keep coming */
     size_t got = 0;
     ssize_t r = c->link.ssl ? -1 : recv(c->link.fd, hb, sizeof hb, MSG_DONTWAIT); /* pipelined: there */
     if (r > 0) got = (size_t)r;
     e = r == 0 ? ECONNRESET : r < 0 && !c->link.ssl && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR ? errno : 0;
     if (!e && !got) {
-      pthread_mutex_lock(&c->lock);
-      long long idle = c->naio > 0 ? aio_tick(c) : -1;
-      pthread_mutex_unlock(&c->lock);
-      e = c->link.ssl && SSL_pending(c->link.ssl) > 0 ? 0 : wait_fd(c->link.fd, POLLIN, idle);
-      if (e == ETIMEDOUT && idle >= 0) {
+      /* a tick, not an endless wait: a request submitted while this thread sleeps has no
+       * other watcher of its deadline */
+      e = c->link.ssl && SSL_pending(c->link.ssl) > 0 ? 0 : wait_fd(c->link.fd, POLLIN, aio_tick(c));
+      if (e == ETIMEDOUT) {
         if ((e = aio_overdue(c, last_reply)) != 0) break;
         continue;
       }

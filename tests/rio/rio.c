@@ -521,7 +521,9 @@ static void fault(const char *url, const char *dir, int nb) {
     rc = nb ? nb_round(fh, buf, it)
             : MPI_File_write_at_all(fh, ((MPI_Offset)it * np + rank) * B, buf, B, MPI_BYTE, MPI_STATUS_IGNORE);
     int failed = rc != MPI_SUCCESS, any = 0;
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    /* a collective fails on every rank at once; independent rounds go on until each rank has
+     * seen its own error (a rank may finish a round just before the server goes) */
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, nb ? MPI_MIN : MPI_MAX, MPI_COMM_WORLD);
     if (it == 0 && rank == 0) { /* tell fault.sh to stop or kill the server now */
       snprintf(flag, sizeof flag, "%s/ready", dir);
       fclose(fopen(flag, "w"));

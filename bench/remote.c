@@ -88,6 +88,8 @@ typedef struct {
   long long bs, nb;
   char path[4200];
   unsigned char **buf; /* depth buffers (1 when blocking) */
+  MPI_Offset *prev;    /* the offset whose content each buffer holds (-1: none), so that a
+                        * reused buffer is only re-stamped, not filled again (pat_prepare) */
   int nbuf;
 } rm_run;
 
@@ -95,10 +97,7 @@ typedef struct {
 static int xfer(rm_run *c, MPI_File fh, long long i, int s, MPI_Request *req) {
   MPI_Offset off = (MPI_Offset)(i * c->bs);
   int n = (int)c->bs;
-  if (c->op == OP_WRITE) {
-    MPI_Offset prev = -1;
-    pat_prepare(c->buf[s], off, (size_t)c->bs, &prev);
-  }
+  if (c->op == OP_WRITE) pat_prepare(c->buf[s], off, (size_t)c->bs, &c->prev[s]);
   if (c->mode == BLOCKING)
     return c->op == OP_WRITE ? MPI_File_write_at(fh, off, c->buf[s], n, MPI_BYTE, MPI_STATUS_IGNORE)
                              : MPI_File_read_at(fh, off, c->buf[s], n, MPI_BYTE, MPI_STATUS_IGNORE);
@@ -234,10 +233,12 @@ int remote_main(int argc, char **argv) {
         c.nbuf = m == NONBLOCKING ? (int)o.depth : 1;
         snprintf(c.path, sizeof c.path, "%.4000s/pario-bench-remote.%d", o.servers[B.rank % o.nservers], B.rank);
         c.buf = calloc((size_t)c.nbuf, sizeof *c.buf);
-        for (int s = 0; s < c.nbuf; s++) c.buf[s] = xalloc((size_t)c.bs);
+        c.prev = malloc(sizeof *c.prev * (size_t)c.nbuf);
+        for (int s = 0; s < c.nbuf; s++) c.buf[s] = xalloc((size_t)c.bs), c.prev[s] = -1;
         measure(&c);
         for (int s = 0; s < c.nbuf; s++) free(c.buf[s]);
         free(c.buf);
+        free(c.prev);
       }
   free(o.server_list);
   return 0;

@@ -24,18 +24,28 @@ uint64_t srv_now_ns(void) {
 }
 
 /* ---- the socket stream ------------------------------------------------------------------------- */
+/* With a deadline the socket is read without waiting first and polled only when it is empty:
+ * pipelined frames are usually there already, and a poll per read doubled the system calls. */
 static int sock_recv(srv_conn *c, void *buf, size_t n, uint64_t deadline) {
   uint8_t *p = buf;
   while (n > 0) {
     if (deadline) {
+      ssize_t r = recv(c->fd, p, n, MSG_DONTWAIT);
+      if (r > 0) {
+        p += r;
+        n -= (size_t)r;
+        continue;
+      }
+      if (r == 0) return errno = ECONNRESET, -1;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
       uint64_t now = srv_now_ns();
       if (now >= deadline) return errno = ETIMEDOUT, -1;
       struct pollfd pfd = {c->fd, POLLIN, 0};
       int ms = (int)((deadline - now) / 1000000 + 1);
-      int r = poll(&pfd, 1, ms);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return -1;
-      if (r == 0) continue; /* the deadline check above ends it */
+      int pr = poll(&pfd, 1, ms);
+      if (pr < 0 && errno != EINTR) return -1;
+      continue; /* readable (the next recv takes it), interrupted, or the deadline check ends it */
     }
     ssize_t r = recv(c->fd, p, n, 0);
     if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
@@ -76,6 +86,7 @@ srv_conn *srv_conn_new(int fd, const srv_io *io, const char *peer) {
 }
 
 void srv_conn_free(srv_conn *c) {
+  if (c->pipe_ok == 1) close(c->pipe[0]), close(c->pipe[1]);
   free(c->handles);
   free(c->chunk);
   pthread_mutex_destroy(&c->send_mu);
@@ -93,19 +104,23 @@ void srv_conn_release(srv_conn *c, uint64_t n) {
 }
 
 /* ---- replies ---------------------------------------------------------------------------------- */
+/* A reply in one send where its body is small (one system call, one segment on the wire). */
 int srv_reply(srv_conn *c, unsigned type, uint64_t id, int status, const void *body, size_t n) {
-  uint8_t head[RIO_HDR_SIZE + RIO_STATUS];
+  enum { HL = RIO_HDR_SIZE + RIO_STATUS, ONE = 256 };
+  uint8_t head[HL + ONE];
   rio_hdr h = {RIO_VERSION, (uint16_t)(type | RIO_REPLY), 0, (uint32_t)(RIO_STATUS + n), id};
   rio_hdr_encode(head, &h);
   rio_wr w = rio_wr_init(head + RIO_HDR_SIZE, RIO_STATUS);
   rio_put_status(&w, status);
+  size_t first = HL;
+  if (n && n <= ONE) memcpy(head + HL, body, n), first += n, n = 0;
   pthread_mutex_lock(&c->send_mu);
   uint64_t t0 = srv_now_ns();
-  int r = srv_dead(c) ? -1 : c->io->send(c, head, sizeof head);
+  int r = srv_dead(c) ? -1 : c->io->send(c, head, first);
   if (r == 0 && n) r = c->io->send(c, body, n);
   if (r != 0) srv_set_dead(c);
   pthread_mutex_unlock(&c->send_mu);
-  srv_trace_span("net", "send", srv_type_name(type), t0, sizeof head + n, 0, id);
+  srv_trace_span("net", "send", srv_type_name(type), t0, first + n, 0, id);
   return r;
 }
 
@@ -289,6 +304,7 @@ static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE], uint64_t t0)
     return srv_forward_request(c, &h, body, h.len);
   }
   j->c = c, j->h = h, j->body = body, j->n = h.len;
+  if (h.type == RIO_T_READ && srv_read_inline(j)) return 0;
   srv_pool_submit(j);
   return 0;
 }

@@ -4,10 +4,12 @@
  * bounded chunks; WRITE is streamed by the connection's reader (srv_handle_write). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "server.h"
@@ -15,6 +17,11 @@
 #define MAX_HANDLES 4096 /* per connection */
 #define READ_CHUNK (1u << 20)
 #define WRITE_CHUNK (1u << 20)
+#define INLINE_READ (64u << 10) /* READs up to this size may be served by the reader */
+#define SIEVE_PIECE 4096         /* segments up to this size may be read together ... */
+#define SIEVE_GAP 4096           /* ... when at most this far apart ... */
+#define SIEVE_SPAN (256u << 10)  /* ... in one pread of at most this span */
+#define SPLICE_MIN (64u << 10) /* smaller pieces are cheaper copied than spliced */
 
 /* ---- handle table ------------------------------------------------------------------------------ */
 static uint64_t handle_value(uint32_t slot, uint32_t gen) { return ((uint64_t)gen << 32) | (slot + 1); }
@@ -102,6 +109,8 @@ void srv_job_done(srv_job *j) {
   free(j);
   srv_conn_release(c, n);
 }
+
+uint64_t srv_served[RIO_T_MAX + 1], srv_bytes_read, srv_bytes_written;
 
 /* ---- helpers ----------------------------------------------------------------------------------- */
 static int st_errno(int e) { return rio_status_from_errno(e); }
@@ -292,68 +301,171 @@ static uint64_t read_extent(const rio_io_req *io, uint64_t size) {
   return done;
 }
 
-/* Send `done` bytes of the segments, read chunk by chunk; bytes a concurrent truncation took
- * away travel as zeros (the length was promised in the reply header). -1 if the stream broke. */
-static int stream_read(srv_job *j, const rio_io_req *io, uint64_t done, uint8_t *buf) {
-  srv_conn *c = j->c;
-  for (uint32_t i = 0; i < io->nseg && done > 0; i++) {
-    uint64_t off, len;
+/* Where a READ's reading stands: segment i, pos bytes into it, left bytes of `done` to go. */
+typedef struct seg_cur {
+  uint32_t i;
+  uint64_t pos, left;
+  uint8_t *scratch; /* SIEVE_SPAN bytes, for runs of small segments read at once */
+} seg_cur;
+
+/* Read exactly n bytes at off (zeros past a concurrent truncation, as the reply promised). 0,
+ * or 1 when nowait and the data is not in the page cache. */
+static int read_at(int fd, uint8_t *p, size_t n, uint64_t off, int nowait) {
+  size_t got = 0;
+  while (got < n) {
+    struct iovec v = {p + got, n - got};
+    ssize_t r = preadv2(fd, &v, 1, (off_t)(off + got), nowait ? RWF_NOWAIT : 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && nowait) return 1; /* EAGAIN (not cached), or no RWF_NOWAIT here */
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  memset(p + got, 0, n - got);
+  return 0;
+}
+
+/* How many segments from cur->i (which starts a segment) one read of at most SIEVE_SPAN bytes
+ * covers: small segments in increasing order with small gaps, all of them within room. */
+static uint32_t sieve_run(const rio_io_req *io, const seg_cur *cur, size_t room, uint64_t *lo, uint64_t *hi) {
+  uint64_t off, len, bytes = 0;
+  uint32_t k = 0;
+  rio_seg_at(io, cur->i, &off, &len);
+  *lo = off, *hi = off;
+  for (uint32_t i = cur->i; i < io->nseg; i++, k++) {
     rio_seg_at(io, i, &off, &len);
-    if (len > done) len = done;
-    done -= len;
-    while (len > 0) {
-      size_t n = len < READ_CHUNK ? (size_t)len : READ_CHUNK, got = 0;
-      srv_emulate_disk(n);
-      uint64_t t0 = srv_now_ns();
-      while (got < n) {
-        ssize_t r = pread(j->hd->fd, buf + got, n - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
+    if (len > SIEVE_PIECE || off < *hi || off - *hi > SIEVE_GAP || off + len - *lo > SIEVE_SPAN ||
+        bytes + len > room || bytes + len > cur->left)
+      break;
+    bytes += len;
+    *hi = off + len;
+  }
+  return k;
+}
+
+/* Fill out (room bytes at most) with the next bytes of the READ's segments: a run of small
+ * nearby segments with one pread of their span (server-side sieving: the page cache holds
+ * them, a system call per 32-byte piece is what costs), any other piece read directly.
+ * Returns the bytes filled, or -1 when nowait and a piece is not in the page cache. */
+static ssize_t fill(const srv_job *j, const rio_io_req *io, seg_cur *cur, uint8_t *out, size_t room, int nowait) {
+  size_t n = 0;
+  int fd = j->hd->fd;
+  while (n < room && cur->left > 0 && cur->i < io->nseg) {
+    uint64_t off, len, lo, hi;
+    rio_seg_at(io, cur->i, &off, &len);
+    uint32_t k = cur->pos == 0 && cur->scratch ? sieve_run(io, cur, room - n, &lo, &hi) : 0;
+    if (k >= 2) {
+      if (read_at(fd, cur->scratch, (size_t)(hi - lo), lo, nowait)) return -1;
+      for (uint32_t e = cur->i + k; cur->i < e; cur->i++) {
+        rio_seg_at(io, cur->i, &off, &len);
+        memcpy(out + n, cur->scratch + (off - lo), (size_t)len);
+        n += (size_t)len, cur->left -= len;
       }
-      srv_trace_span("storage", "pread", NULL, t0, got, off, j->h.id);
-      memset(buf + got, 0, n - got);
-      if (c->io->send(c, buf, n)) return -1;
-      off += n, len -= n;
+      continue;
     }
+    uint64_t piece = len - cur->pos;
+    if (piece > cur->left) piece = cur->left;
+    if (piece > room - n) piece = room - n;
+    if (read_at(fd, out + n, (size_t)piece, off + cur->pos, nowait)) return -1;
+    n += (size_t)piece, cur->left -= piece, cur->pos += piece;
+    if (cur->pos == len) cur->i++, cur->pos = 0;
+  }
+  return (ssize_t)n;
+}
+
+/* Send `done` bytes of the segments, gathered chunk by chunk. -1 if the stream broke. */
+static int stream_read(srv_job *j, const rio_io_req *io, seg_cur *cur, uint8_t *buf) {
+  srv_conn *c = j->c;
+  while (cur->left > 0) {
+    uint64_t t0 = srv_now_ns();
+    ssize_t n = fill(j, io, cur, buf, READ_CHUNK, 0);
+    if (n <= 0) return -1; /* cannot happen: left > 0 fills at least a byte */
+    srv_emulate_disk((size_t)n);
+    srv_trace_span("storage", "pread", NULL, t0, (uint64_t)n, 0, j->h.id);
+    if (c->io->send(c, buf, (size_t)n)) return -1;
   }
   return 0;
 }
 
-static void do_read(srv_job *j) {
+/* A READ whose reply fits one chunk: the header and the data leave in one send (one system
+ * call, one segment on the wire). nowait: the reader thread's try (RWF_NOWAIT), 1 when a piece
+ * is not in the page cache (nothing sent; the handle reference is kept for the pool). */
+static int read_small(srv_job *j, const rio_io_req *io, seg_cur *cur, uint8_t *head, size_t hl, int nowait) {
+  uint64_t done = cur->left;
+  uint8_t *buf = malloc(hl + done);
+  if (!buf) return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_ENOMEM, NULL, 0), 0;
+  memcpy(buf, head, hl);
+  uint64_t t0 = srv_now_ns();
+  if (done && fill(j, io, cur, buf + hl, (size_t)done, nowait) < 0) return free(buf), 1;
+  srv_trace_span("storage", "pread", NULL, t0, done, 0, j->h.id);
+  srv_conn *c = j->c;
+  pthread_mutex_lock(&c->send_mu);
+  t0 = srv_now_ns();
+  int r = srv_dead(c) ? -1 : c->io->send(c, buf, hl + done);
+  srv_trace_span("net", "send", "READ", t0, hl + done, 0, j->h.id);
+  if (r) srv_set_dead(c);
+  pthread_mutex_unlock(&c->send_mu);
+  __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
+  free(buf);
+  return 0;
+}
+
+/* 1 only when nowait and the data is not all in the page cache: then nothing was sent. */
+static int do_read_ex(srv_job *j, int nowait) {
   rio_io_req io;
   size_t hb;
   int e = rio_decode_io(j->body, j->n, (uint32_t)j->n, RIO_T_READ, srv->cfg.max_segments, &io, &hb);
-  if (e) return (void)bad_body(j, e);
-  if (take_handle(j, io.handle)) return;
-  if (j->hd->acc == RIO_O_WRONLY) return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_EBADF, NULL, 0);
+  if (e && nowait) return 1; /* the pool answers it */
+  if (e) return bad_body(j, e), 0;
+  if (nowait && io.total > INLINE_READ) return 1;
+  if (!j->hd && take_handle(j, io.handle)) return 0;
+  if (j->hd->acc == RIO_O_WRONLY) return srv_reply(j->c, j->h.type, j->h.id, RIO_EBADF, NULL, 0), 0;
   if (RIO_STATUS + 8 + io.total > srv->cfg.max_request)
-    return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_ETOOBIG, NULL, 0);
+    return srv_reply(j->c, j->h.type, j->h.id, RIO_ETOOBIG, NULL, 0), 0;
   struct stat st;
-  if (fstat(j->hd->fd, &st)) return (void)srv_reply(j->c, j->h.type, j->h.id, st_errno(errno), NULL, 0);
+  if (fstat(j->hd->fd, &st)) return srv_reply(j->c, j->h.type, j->h.id, st_errno(errno), NULL, 0), 0;
   uint64_t done = read_extent(&io, (uint64_t)st.st_size);
-  uint8_t *buf = done ? malloc(done < READ_CHUNK ? done : READ_CHUNK) : NULL;
-  if (done && !buf) return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_ENOMEM, NULL, 0);
   uint8_t head[RIO_HDR_SIZE + RIO_STATUS + 8];
   rio_hdr h = {RIO_VERSION, RIO_T_READ | RIO_REPLY, 0, (uint32_t)(RIO_STATUS + 8 + done), j->h.id};
   rio_hdr_encode(head, &h);
   rio_wr w = rio_wr_init(head + RIO_HDR_SIZE, RIO_STATUS + 8);
   rio_put_status(&w, RIO_OK);
   rio_put_u64(&w, done);
-  srv_conn *c = j->c;
-  pthread_mutex_lock(&c->send_mu);
-  uint64_t t0 = srv_now_ns();
-  int r = srv_dead(c) ? -1 : c->io->send(c, head, sizeof head);
-  if (r == 0) r = stream_read(j, &io, done, buf);
-  srv_trace_span("net", "send", "READ", t0, sizeof head + done, 0, j->h.id);
-  __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
-  if (r) srv_set_dead(c);
-  pthread_mutex_unlock(&c->send_mu);
+  seg_cur cur = {0, 0, done, io.nseg > 1 ? malloc(SIEVE_SPAN) : NULL}; /* no scratch: piece by piece */
+  if (done <= READ_CHUNK && !srv->cfg.emu.disk_bw) {
+    int declined = read_small(j, &io, &cur, head, sizeof head, nowait);
+    free(cur.scratch);
+    if (declined) return 1;
+  } else {
+    uint8_t *buf = done ? malloc(done < READ_CHUNK ? done : READ_CHUNK) : NULL;
+    if (done && !buf) return free(cur.scratch), srv_reply(j->c, j->h.type, j->h.id, RIO_ENOMEM, NULL, 0), 0;
+    srv_conn *c = j->c;
+    pthread_mutex_lock(&c->send_mu);
+    uint64_t t0 = srv_now_ns();
+    int r = srv_dead(c) ? -1 : c->io->send(c, head, sizeof head);
+    if (r == 0) r = stream_read(j, &io, &cur, buf);
+    srv_trace_span("net", "send", "READ", t0, sizeof head + done, 0, j->h.id);
+    __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
+    if (r) srv_set_dead(c);
+    pthread_mutex_unlock(&c->send_mu);
+    free(buf);
+    free(cur.scratch);
+  }
   if (srv->cfg.emu.cache_none) (void)posix_fadvise(j->hd->fd, 0, 0, POSIX_FADV_DONTNEED);
-  free(buf);
+  return 0;
 }
 
-uint64_t srv_served[RIO_T_MAX + 1], srv_bytes_read, srv_bytes_written;
+static void do_read(srv_job *j) { do_read_ex(j, 0); }
+
+/* A small READ served by the connection's reader itself when its data is in the page cache:
+ * no hand-off to a worker and back, which costs more than the read on this path. 1 when
+ * answered (the job is done), 0 when it must go to the pool (it may hold the handle). */
+int srv_read_inline(srv_job *j) {
+  if (srv->cfg.emu.disk_bw || srv->cfg.emu.cache_none || srv->cfg.forward_to) return 0;
+  if (do_read_ex(j, 1)) return 0;
+  __atomic_add_fetch(&srv_served[RIO_T_READ], 1, __ATOMIC_RELAXED);
+  srv_job_done(j);
+  return 1;
+}
 
 void srv_handle_job(srv_job *j) {
   if (j->h.type <= RIO_T_MAX) __atomic_add_fetch(&srv_served[j->h.type], 1, __ATOMIC_RELAXED);
@@ -386,6 +498,63 @@ static int write_all(int fd, const uint8_t *p, size_t n, uint64_t off) {
   return 0;
 }
 
+/* WRITE data straight from a plain socket into the file through a pipe (splice(2)): the bytes
+ * never pass through the server's memory, which saves a copy per byte on the path that the
+ * client's send and the page cache already load. Not under TLS, an emulated link or the
+ * fuzzer's stream (their io is not the socket's). */
+static int splice_ready(srv_conn *c) {
+  if (c->pipe_ok) return c->pipe_ok > 0;
+  c->pipe_ok = -1;
+  if (c->io != &srv_socket_io || pipe2(c->pipe, O_CLOEXEC)) return 0;
+  int sz = fcntl(c->pipe[1], F_SETPIPE_SZ, (int)WRITE_CHUNK); /* as much as /proc/sys/fs/pipe-max-size allows */
+  if (sz <= 0) sz = fcntl(c->pipe[1], F_GETPIPE_SZ);
+  c->pipe_cap = sz > 0 ? (size_t)sz : 65536;
+  c->pipe_ok = 1;
+  return 1;
+}
+
+/* Empty the pipe after a failed write to the file: its bytes are dropped. -1 if it cannot be. */
+static int pipe_drain(srv_conn *c, size_t n) {
+  char junk[4096];
+  while (n > 0) {
+    ssize_t r = read(c->pipe[0], junk, n < sizeof junk ? n : sizeof junk);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* n bytes of the stream to the file at off. 0 (with *err the errno of a failed file write,
+ * the rest of the n bytes then dropped), or -1 when the stream broke or timed out. */
+static int splice_chunk(srv_conn *c, int fd, uint64_t off, size_t n, uint64_t deadline, int *err) {
+  while (n > 0) {
+    size_t want = n < c->pipe_cap ? n : c->pipe_cap;
+    ssize_t k = splice(c->fd, NULL, c->pipe[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (k == 0) return -1; /* the client closed the connection */
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) return -1;
+      uint64_t now = srv_now_ns();
+      if (now >= deadline) return -1;
+      struct pollfd p = {c->fd, POLLIN, 0};
+      if (poll(&p, 1, (int)((deadline - now) / 1000000 + 1)) < 0 && errno != EINTR) return -1;
+      continue;
+    }
+    size_t left = (size_t)k;
+    while (left > 0 && !*err) {
+      loff_t o = (loff_t)off;
+      ssize_t w = splice(c->pipe[0], NULL, fd, &o, left, SPLICE_F_MOVE);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) *err = w < 0 ? errno : EIO;
+      else left -= (size_t)w, off += (uint64_t)w;
+    }
+    if (left && pipe_drain(c, left)) return -1;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
 int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size_t hb, const rio_io_req *io) {
   (void)hdrbody, (void)hb;
   int st;
@@ -410,6 +579,20 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size
     while (len > 0) {
       size_t n = len < WRITE_CHUNK ? (size_t)len : WRITE_CHUNK;
       uint64_t t0 = srv_now_ns();
+      if (st == RIO_OK && n >= SPLICE_MIN && splice_ready(c)) {
+        int werr = 0;
+        srv_emulate_disk(n);
+        if (splice_chunk(c, hd->fd, off, n, t0 + 60000000000ull, &werr)) {
+          srv_log(LOG_WARN, "conn %llu (%s): truncated WRITE data; closing", (unsigned long long)c->serial, c->peer);
+          srv_handle_put(c, hd);
+          return -1;
+        }
+        srv_trace_span("storage", "splice", NULL, t0, n, off, h->id);
+        if (werr) st = st_errno(werr);
+        else done += n;
+        off += n, len -= n;
+        continue;
+      }
       int got = c->io->recv(c, c->chunk, n, srv_now_ns() + 60000000000ull);
       srv_trace_span("net", "recv", "WRITE data", t0, n, off, h->id);
       if (got) {

@@ -78,6 +78,10 @@ struct srv_conn {
   char peer[64];
   uint8_t *chunk;          /* the reader's streaming buffer for WRITE data, grown on demand */
   size_t chunk_cap;
+  int pipe[2];             /* WRITE data spliced socket -> pipe -> file (ops.c); pipe_ok 1 once
+                            * made, -1 where splice cannot serve this connection */
+  int pipe_ok;
+  size_t pipe_cap;
   void *link;              /* the emulated link under io (emulate.c), or NULL */
   void *fwd;               /* forwarder state (forward.c), or NULL */
   void *mem;               /* in-memory stream state (fuzzing) */
@@ -130,6 +134,8 @@ typedef struct srv_job {
   struct srv_job *next;
 } srv_job;
 void srv_handle_job(srv_job *j);
+/* A small READ whose data is in the page cache, answered by the reader: 1 when done. */
+int srv_read_inline(srv_job *j);
 void srv_job_done(srv_job *j);
 /* WRITE, handled by the connection's reader as the data streams in. 0, or -1 if the stream
  * broke (the connection ends). */

@@ -2,7 +2,9 @@
  * generalized request; the application thread never has to call into MPI for progress.
  * Without MPI_THREAD_MULTIPLE the job runs inside the call instead (correct, no overlap).
  * The pool is process-wide; each file's pario_io_threads hint bounds how many of that file's
- * jobs run at once, and the pool grows to the largest bound any file asked for. */
+ * jobs run at once, and the pool grows to the largest bound any file asked for. Where the
+ * file's driver can submit (driver.h), an independent job is sent by the calling thread and
+ * completed from the driver's callback instead: no worker, no bound in flight. */
 #include "async/engine.h"
 #include "collective/collective.h"
 #include "core/rep.h"
@@ -49,6 +51,8 @@ struct pario_job {
   int refs;        /* a job with a request: the worker's and the request's, under q_lock */
   uint64_t trace_id, queued_at; /* tracing: the job's number and when it was queued */
   unsigned long long file_uid;
+  int submitted;        /* on the driver's submission path: no worker runs it */
+  uint64_t started_at;  /* tracing: when it was submitted */
   struct pario_job *lnext, *lprev; /* the live list: jobs whose request is not freed yet */
 };
 
@@ -107,23 +111,14 @@ static int cancel_fn(void *extra, int complete) {
   return MPI_SUCCESS;
 }
 
-static void run(job *j) {
-  MPI_Count bytes = 0;
-  int code;
+/* The end of a job, on whichever thread finished it: its result published, its request
+ * completed, the file's drain and the waiters told. */
+static void finish(job *j, int code, MPI_Count bytes, uint64_t t0) {
   engine_file *ef = j->ef;
-  uint64_t t0 = PARIO_TRACE_T0();
-  if (j->coll) { /* collectives of one file run in the order they started, on every rank */
-    pthread_mutex_lock(&q_lock);
-    while (ef->coll_turn != j->ticket) pthread_cond_wait(&drain_cond, &q_lock);
-    pthread_mutex_unlock(&q_lock);
-    code = pario_coll_access(j->coll, &j->snap, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
-  } else {
-    code = pario_access(j->f, &j->snap, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
-  }
   PARIO_TRACE_SPANX(PARIO_TC_ASYNC, "job", t0, 0, "op", j->op, PARIO_TA("job", j->trace_id),
                     PARIO_TA("file", j->f->uid), PARIO_TA("pos", j->pos), PARIO_TA("bytes", bytes),
                     PARIO_TA("coll", j->coll != NULL), PARIO_TA("queued_ns", t0 ? t0 - j->queued_at : 0),
-                    PARIO_TA("rc", code));
+                    PARIO_TA("submitted", j->submitted), PARIO_TA("rc", code));
   bytes = pario_rep_native_bytes(j->snap.view, j->type, j->count, bytes); /* what the status reports */
   if (j->owned_type) { /* not in free_fn: MPI may not be called from a grequest callback */
     PMPI_Type_free(&j->type);
@@ -151,6 +146,41 @@ static void run(job *j) {
   } else if (detached) {
     job_free(j);
   }
+}
+
+static void run(job *j) {
+  MPI_Count bytes = 0;
+  int code;
+  engine_file *ef = j->ef;
+  uint64_t t0 = PARIO_TRACE_T0();
+  if (j->coll) { /* collectives of one file run in the order they started, on every rank */
+    pthread_mutex_lock(&q_lock);
+    while (ef->coll_turn != j->ticket) pthread_cond_wait(&drain_cond, &q_lock);
+    pthread_mutex_unlock(&q_lock);
+    code = pario_coll_access(j->coll, &j->snap, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
+  } else {
+    code = pario_access(j->f, &j->snap, j->op, j->rw, j->pos, j->buf, j->count, j->type, &bytes);
+  }
+  finish(j, code, bytes, t0);
+}
+
+/* A job on the driver's submission path completes here, on the thread that saw its last reply. */
+static void submitted_done(void *arg, int code, MPI_Count bytes) {
+  job *j = arg;
+  finish(j, code, bytes, j->started_at);
+}
+
+/* The driver's submission path (driver.h submit): an independent operation with a request is
+ * sent by the calling thread now and completed by the driver when its replies arrive, with no
+ * worker thread and no bound on how many are in flight. 1 when started. */
+static int try_submit(job *j) {
+  if (!j->f->drv->submit || j->coll || j->req == MPI_REQUEST_NULL || !pario_engine_async()) return 0;
+  j->submitted = 1;
+  j->started_at = PARIO_TRACE_T0();
+  if (pario_access_submit(j->f, &j->snap, j->op, j->rw, j->pos, j->buf, j->count, j->type, submitted_done, j))
+    return 1;
+  j->submitted = 0;
+  return 0;
 }
 
 /* The first queued job whose file may run one more job on a worker; unlinked. Under q_lock. */
@@ -262,6 +292,11 @@ static int submit(pario_file *f, const pario_snap *s, const char *op, int rw, MP
     pthread_mutex_unlock(&q_lock);
     run(j); /* no MPI_THREAD_MULTIPLE: complete inside the call */
     return MPI_SUCCESS;
+  }
+  if (j->req != MPI_REQUEST_NULL && !coll && f->drv->submit) {
+    pthread_mutex_unlock(&q_lock); /* the driver may complete it before it returns */
+    if (try_submit(j)) return MPI_SUCCESS;
+    pthread_mutex_lock(&q_lock);
   }
   ef->limit = f->hints.io_threads; /* set_info quiesced the file before changing it */
   ensure_workers(ef->limit);

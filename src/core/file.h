@@ -133,6 +133,14 @@ int pario_access(pario_file *f, const pario_snap *s, const char *op, int rw, MPI
 #define PARIO_ACCESS_RAW 2
 int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
                     MPI_Count count, MPI_Datatype type, MPI_Count *bytes, int lock_writes);
+/* The same access started on the driver's submission path (driver.h submit), without a thread
+ * and without waiting: 1 when started, then done(arg, code, bytes) follows exactly once (from
+ * any thread; code as pario_access returns it, bytes as its *bytes); 0 when the access must
+ * run as pario_access instead (the driver has no submit or declined, atomic mode, a
+ * representation to convert, nothing to move, or no memory for the lists). */
+int pario_access_submit(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
+                        MPI_Count count, MPI_Datatype type, void (*done)(void *arg, int code, MPI_Count bytes),
+                        void *arg);
 /* 1 when a write of n bytes through view v would use data sieving. */
 int pario_sieves_write(const pario_file *f, const pario_view *v, MPI_Offset n);
 /* Check arguments of a data access against view v; returns an error code or MPI_SUCCESS. */

@@ -5,6 +5,7 @@
 #include "core/rep.h"
 #include "trace/trace.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <fcntl.h>
@@ -434,6 +435,74 @@ static int list_access(pario_file *f, const char *op, int rw, pario_fcursor *fc,
   free(segs);
   free(iov);
   return rc;
+}
+
+/* One access on the driver's submission path: what its completion needs to name the error. */
+typedef struct submitted {
+  pario_file *f;
+  const char *op;
+  int rw;
+  MPI_Offset len, off;
+  void (*done)(void *arg, int code, MPI_Count bytes);
+  void *arg;
+} submitted;
+
+static void submitted_done(void *arg, int err, size_t bytes) {
+  submitted *s = arg;
+  int code = err ? xfer_error(s->f, s->op, s->rw, err, s->len, s->off) : MPI_SUCCESS;
+  void (*done)(void *, int, MPI_Count) = s->done;
+  void *darg = s->arg;
+  free(s);
+  done(darg, code, (MPI_Count)bytes);
+}
+
+/* The file segments and memory pieces of the whole access, as list_access gathers a window. */
+static int gather_all(pario_fcursor *fc, pario_mcursor *mc, MPI_Offset n, pario_seg **segs, int *nseg,
+                      struct iovec **iov, int *niov) {
+  int segcap = 0, iovcap = 0;
+  MPI_Offset bytes = 0;
+  *segs = NULL, *iov = NULL, *nseg = 0, *niov = 0;
+  while (bytes < n) {
+    MPI_Offset off, seg = pario_fcursor_next(fc, n - bytes, &off);
+    if (*nseg == INT_MAX || grow((void **)segs, &segcap, *nseg + 1, sizeof **segs)) return -1;
+    (*segs)[(*nseg)++] = (pario_seg){(off_t)off, (off_t)seg};
+    bytes += seg;
+    while (seg > 0) {
+      int cnt = 0;
+      if (*niov > INT_MAX - MAXIOV || grow((void **)iov, &iovcap, *niov + MAXIOV, sizeof **iov)) return -1;
+      seg -= pario_mcursor_iov(mc, seg, *iov + *niov, MAXIOV, &cnt);
+      *niov += cnt;
+    }
+  }
+  return 0;
+}
+
+int pario_access_submit(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
+                        MPI_Count count, MPI_Datatype type, void (*done)(void *arg, int code, MPI_Count bytes),
+                        void *arg) {
+  const pario_typemap *tm;
+  const pario_view *v = s->view;
+  if (!f->drv->submit || s->atomic || v->rep || pario_typemap_get(type, &tm) != MPI_SUCCESS) return 0;
+  MPI_Offset n = (MPI_Offset)count * tm->size;
+  if (n <= 0) return 0;
+  submitted *sub = malloc(sizeof *sub);
+  pario_seg *segs = NULL;
+  struct iovec *iov = NULL;
+  int nseg = 0, niov = 0, e = -1;
+  pario_fcursor fc;
+  pario_mcursor mc;
+  pario_fcursor_init(&fc, v, pos);
+  pario_mcursor_init(&mc, buf, tm);
+  if (sub && gather_all(&fc, &mc, n, &segs, &nseg, &iov, &niov) == 0) {
+    *sub = (submitted){f, op, rw, n, (MPI_Offset)segs[0].off, done, arg};
+    if (rw == PARIO_WRITE) pthread_rwlock_rdlock(&f->rmw_lock); /* as list_access: while it is sent */
+    e = f->drv->submit(f->dh, rw, segs, nseg, iov, niov, submitted_done, sub);
+    if (rw == PARIO_WRITE) pthread_rwlock_unlock(&f->rmw_lock);
+  }
+  if (e) free(sub); /* not started: the caller runs pario_access, which reports any error */
+  free(segs);
+  free(iov);
+  return e == 0;
 }
 
 static int sieving_read(const pario_file *f, const pario_view *v, MPI_Offset n) {

@@ -64,6 +64,15 @@ typedef struct pario_driver {
   /* An atomic 64-bit counter per (file, key) shared by every handle of the file on the
    * storage (shared file pointers): op PARIO_CTR_ADD/SET/GET; *old the value before. */
   int (*counter)(void *handle, uint64_t key, int op, int64_t value, int64_t *old);
+  /* Submission without a thread (the async engine's path for nonblocking operations): start
+   * the list transfer of preadl (rw 0) or pwritel (rw 1) and return at once; done(arg, err, bytes) is called
+   * exactly once when the last reply has arrived (from any thread, perhaps before submit
+   * returns), with the errno and the bytes done as preadl/pwritel would give them. The driver
+   * copies segs and mem; the memory they point to must stay valid until done. A nonzero return
+   * means nothing was started and done is never called (EOPNOTSUPP: the driver declines this
+   * one, e.g. a large write whose data would keep the caller sending): run it as preadl/pwritel. */
+  int (*submit)(void *handle, int rw, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt,
+                void (*done)(void *arg, int err, size_t bytes), void *arg);
 } pario_driver;
 
 /* Advance an iovec array past n transferred bytes (the drivers' short-transfer loops). */

@@ -3,7 +3,9 @@
  * any number of requests in flight from any number of threads: senders take turns under a
  * send lock, one receiver thread per connection hands each reply to its waiter by id. Every
  * wait has a deadline (no progress for the timeout); a dead connection fails all its waiters
- * at once, and the next handle to need the server connects again. */
+ * at once, and the next handle to need the server connects again. Submitted transfers (the
+ * engine's path for nonblocking operations) have no waiter: the receiver completes them, and
+ * a connection's one sender thread sends the large writes among them. */
 #include "core/common.h"
 #include "driver/rio.h"
 #include "rio/proto.h"
@@ -181,6 +183,9 @@ static int skip_bytes(rio_link *fd, uint64_t n, long long ms) {
 
 enum { WAITING, RECEIVING, DONE };
 
+typedef struct rio_aio rio_aio;
+static void aio_part_done(rio_aio *a);
+
 typedef struct rio_req {
   struct rio_req *next;
   uint64_t id;
@@ -194,6 +199,9 @@ typedef struct rio_req {
   uint8_t fixed[SMALL_REPLY]; /* other replies: the fields after the status block */
   uint32_t fixedn;
   uint64_t t0, sent; /* tracing: when it started, bytes of body and data sent */
+  rio_aio *aio;      /* a submitted request (driver.h submit): nobody waits, the receiver
+                        * completes it; its deadline runs from `since` */
+  uint64_t since;
 } rio_req;
 
 typedef struct rio_conn {
@@ -206,6 +214,10 @@ typedef struct rio_conn {
   pthread_cond_t cond;        /* a reply came or the connection died */
   pthread_mutex_t send_lock;  /* one frame at a time on the wire */
   rio_req *pending;
+  int naio;                   /* submitted requests in pending: the receiver keeps their time */
+  pthread_cond_t send_cond;   /* the sender thread: a queued transfer, or the end */
+  rio_aio *sendq, *sendq_tail; /* submitted writes the sender thread puts on the wire */
+  int sender;                 /* the sender thread runs (made at the first queued write) */
   int dead, err;
   int refs;                   /* handles using it, and the receiver thread */
   uint64_t max_request;
@@ -230,10 +242,11 @@ static void kill_locked(rio_conn *c, int err) {
     c->dead = 1;
     c->err = err ? err : ECONNRESET;
     shutdown(c->link.fd, SHUT_RDWR);
+    pthread_cond_broadcast(&c->send_cond);
   }
   for (rio_req **pp = &c->pending; *pp;) {
     rio_req *r = *pp;
-    if (r->state == WAITING) {
+    if (r->state == WAITING && !r->aio) { /* submitted ones: the receiver's sweep, once it ends */
       r->state = DONE;
       r->err = c->err;
       *pp = r->next;
@@ -267,49 +280,53 @@ static void conn_put(rio_conn *c) {
   pthread_mutex_destroy(&c->lock);
   pthread_mutex_destroy(&c->send_lock);
   pthread_cond_destroy(&c->cond);
+  pthread_cond_destroy(&c->send_cond);
   free(c);
 }
 
-/* The receiver: the body of the reply h into the waiting request. A transport or protocol
- * error is returned (it ends the connection); a status error goes to the waiter. */
-static int take_reply(rio_conn *c, const rio_hdr *h) {
+/* The receiver: the body of the reply h (its status block sb read with the header) into the
+ * waiting request. A transport or protocol error is returned (it ends the connection); a
+ * status error goes to the waiter. */
+static int take_reply(rio_conn *c, const rio_hdr *h, const uint8_t *sb) {
   long long ms = c->timeout_ms;
   rio_req *r;
   pthread_mutex_lock(&c->lock);
   for (r = c->pending; r && r->id != h->id; r = r->next) {}
   if (r) r->state = RECEIVING;
   pthread_mutex_unlock(&c->lock);
-  if (!r) return h->len < RIO_STATUS ? EPROTO : skip_bytes(&c->link, h->len, ms); /* e.g. ERROR id 0 */
+  if (!r) return skip_bytes(&c->link, h->len - RIO_STATUS, ms); /* e.g. ERROR id 0 */
   unsigned t = h->type & ~RIO_REPLY;
-  uint8_t sb[RIO_STATUS];
-  int e = (t != r->type && t != RIO_T_ERROR) || h->len < RIO_STATUS ? EPROTO : read_exact(&c->link, sb, sizeof sb, ms);
+  int e = t != r->type && t != RIO_T_ERROR ? EPROTO : 0;
   int status = RIO_OK;
   uint32_t rest = h->len - RIO_STATUS;
   if (!e) {
-    rio_rd rd = rio_rd_init(sb, sizeof sb);
+    rio_rd rd = rio_rd_init(sb, RIO_STATUS);
     status = rio_get_status(&rd);
     if (status == RIO_OK && t == RIO_T_ERROR) status = RIO_EPROTO;
   }
   if (!e && status != RIO_OK) {
     e = skip_bytes(&c->link, rest, ms);
   } else if (!e && r->type == RIO_T_READ) {
+    /* the count and the data in one read: the frame's length says how many bytes come */
     uint8_t db[8];
-    e = rest < 8 ? EPROTO : read_exact(&c->link, db, 8, ms);
-    uint64_t done = e ? 0 : rio_load_u64(db);
-    if (!e && (done > r->want || rest - 8 != done)) e = EPROTO;
-    if (!e && done) {
-      struct iovec *v = malloc(sizeof *v * (size_t)r->iovcnt);
-      int n = 0;
+    uint64_t done = rest < 8 ? 0 : rest - 8;
+    e = rest < 8 || done > r->want ? EPROTO : 0;
+    struct iovec small[9], *v = r->iovcnt + 1 <= 9 ? small : malloc(sizeof *v * (size_t)(r->iovcnt + 1));
+    int n = 1;
+    if (!e && !v) e = ENOMEM;
+    if (!e) {
+      v[0] = (struct iovec){db, 8};
       uint64_t left = done;
-      for (int i = 0; v && i < r->iovcnt && left; i++) { /* the first done bytes of the list */
+      for (int i = 0; i < r->iovcnt && left; i++) { /* the first done bytes of the list */
         v[n] = r->iov[i];
         if (v[n].iov_len > left) v[n].iov_len = (size_t)left;
         left -= v[n++].iov_len;
       }
-      e = v ? xfer_iov(&c->link, 0, v, n, ms) : ENOMEM;
-      free(v);
+      e = xfer_iov(&c->link, 0, v, n, ms);
     }
-    r->got = done;
+    if (v != small) free(v);
+    if (!e && rio_load_u64(db) != done) e = EPROTO;
+    r->got = e ? 0 : done;
   } else if (!e) {
     e = rest > sizeof r->fixed ? EPROTO : read_exact(&c->link, r->fixed, rest, ms);
     r->fixedn = rest;
@@ -322,26 +339,89 @@ static int take_reply(rio_conn *c, const rio_hdr *h) {
     }
   r->state = DONE;
   r->err = e ? e : status == RIO_EAUTH ? EACCES : rio_errno_from_status(status);
+  rio_aio *aio = r->aio;
+  if (aio) c->naio--;
   pthread_cond_broadcast(&c->cond);
   pthread_mutex_unlock(&c->lock);
+  if (aio) aio_part_done(aio);
   return e;
+}
+
+/* The receiver's deadline for submitted requests (nobody waits for them with a timeout):
+ * ETIMEDOUT when one has waited the timeout for its reply and no reply came meanwhile. */
+static int aio_overdue(rio_conn *c, uint64_t last_reply) {
+  uint64_t now = now_ns(), limit = (uint64_t)c->timeout_ms * 1000000ull;
+  int late = 0;
+  pthread_mutex_lock(&c->lock);
+  for (rio_req *r = c->naio ? c->pending : NULL; r && !late; r = r->next)
+    if (r->aio && r->state == WAITING) late = now - (r->since > last_reply ? r->since : last_reply) >= limit;
+  pthread_mutex_unlock(&c->lock);
+  return late ? ETIMEDOUT : 0;
+}
+
+/* The connection has ended: the submitted requests still waiting fail with its error. */
+static void aio_sweep(rio_conn *c) {
+  rio_req *failed = NULL;
+  pthread_mutex_lock(&c->lock);
+  for (rio_req **pp = &c->pending; *pp;) {
+    rio_req *r = *pp;
+    if (r->aio && r->state == WAITING) {
+      *pp = r->next;
+      r->state = DONE;
+      r->err = c->err;
+      c->naio--;
+      r->next = failed;
+      failed = r;
+    } else {
+      pp = &r->next;
+    }
+  }
+  pthread_mutex_unlock(&c->lock);
+  while (failed) {
+    rio_req *r = failed;
+    failed = r->next; /* read before the request's memory may go with its operation */
+    aio_part_done(r->aio);
+  }
+}
+
+/* How long the receiver sleeps between looks at the submitted requests' deadlines. */
+static long long aio_tick(const rio_conn *c) {
+  long long ms = c->timeout_ms / 4;
+  return ms < 1 ? 1 : ms > 1000 ? 1000 : ms;
 }
 
 static void *receiver(void *arg) {
   rio_conn *c = arg;
   int e;
+  uint64_t last_reply = now_ns();
   for (;;) {
-    uint8_t hb[RIO_HDR_SIZE];
+    uint8_t hb[RIO_HDR_SIZE + RIO_STATUS]; /* every reply starts with its status block */
     rio_hdr h;
-    /* idle connections wait for ever (TLS may hold decrypted bytes already); a body must
-     * keep coming */
-    e = c->link.ssl && SSL_pending(c->link.ssl) > 0 ? 0 : wait_fd(c->link.fd, POLLIN, -1);
-    if (!e) e = read_exact(&c->link, hb, sizeof hb, c->timeout_ms);
-    if (!e && (rio_hdr_decode(hb, &h) || !(h.type & RIO_REPLY) || h.len > c->max_request + 4096)) e = EPROTO;
-    if (!e) e = take_reply(c, &h);
+    /* idle connections wait without limit, looking at the submitted requests' deadlines every
+     * tick (TLS may hold decrypted bytes already); a body must keep coming */
+    size_t got = 0;
+    ssize_t r = c->link.ssl ? -1 : recv(c->link.fd, hb, sizeof hb, MSG_DONTWAIT); /* pipelined: there */
+    if (r > 0) got = (size_t)r;
+    e = r == 0 ? ECONNRESET : r < 0 && !c->link.ssl && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR ? errno : 0;
+    if (!e && !got) {
+      /* a tick, not an endless wait: a request submitted while this thread sleeps has no
+       * other watcher of its deadline */
+      e = c->link.ssl && SSL_pending(c->link.ssl) > 0 ? 0 : wait_fd(c->link.fd, POLLIN, aio_tick(c));
+      if (e == ETIMEDOUT) {
+        if ((e = aio_overdue(c, last_reply)) != 0) break;
+        continue;
+      }
+    }
+    if (!e) e = read_exact(&c->link, hb + got, sizeof hb - got, c->timeout_ms);
+    if (!e && (rio_hdr_decode(hb, &h) || !(h.type & RIO_REPLY) || h.len < RIO_STATUS ||
+               h.len > c->max_request + 4096))
+      e = EPROTO;
+    if (!e) e = take_reply(c, &h, hb + RIO_HDR_SIZE);
     if (e) break;
+    last_reply = now_ns();
   }
   conn_kill(c, e);
+  aio_sweep(c);
   conn_put(c);
   pthread_mutex_lock(&cache_lock);
   receivers--;
@@ -362,13 +442,17 @@ static void start(rio_conn *c, rio_req *r, unsigned type, const void *body, size
   r->err = 0;
   r->t0 = PARIO_TRACE_T0();
   r->sent = blen + datalen;
+  r->since = r->aio ? now_ns() : 0;
   rio_hdr_encode(hb, &h);
   pthread_mutex_lock(&c->lock);
   int dead = c->dead;
   if (dead) r->state = DONE, r->err = c->err;
-  else r->next = c->pending, c->pending = r;
+  else r->next = c->pending, c->pending = r, c->naio += r->aio != NULL;
   pthread_mutex_unlock(&c->lock);
-  if (dead) return;
+  if (dead) {
+    if (r->aio) aio_part_done(r->aio); /* the receiver has swept already, or never will see it */
+    return;
+  }
   struct iovec small[16], *v = datacnt + 2 <= 16 ? small : malloc(sizeof *v * (size_t)(datacnt + 2));
   if (!v) {
     conn_kill(c, ENOMEM);
@@ -608,6 +692,7 @@ static int conn_get(const rio_where *w, rio_conn **out) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&c->cond, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&c->send_cond, NULL);
     c->refs = 2; /* the caller and the receiver */
     pthread_attr_t ta;
     pthread_attr_init(&ta);
@@ -620,6 +705,7 @@ static int conn_get(const rio_where *w, rio_conn **out) {
       pthread_mutex_destroy(&c->lock);
       pthread_mutex_destroy(&c->send_lock);
       pthread_cond_destroy(&c->cond);
+      pthread_cond_destroy(&c->send_cond);
     } else {
       receivers++;
       c->next = cache;
@@ -958,39 +1044,181 @@ static void free_parts(io_part *parts, int np) {
   free(parts);
 }
 
-/* A list transfer: every request is sent before the first reply is awaited, so the server
+/* A submitted list transfer (driver.h submit): its requests, and what completes it. */
+struct rio_aio {
+  rio_aio *next;  /* in the connection's send queue */
+  rio_fh *h;
+  int wr, np;
+  io_part *parts;
+  int left; /* requests not done yet, plus one while the submitter is still sending */
+  void (*done)(void *arg, int err, size_t bytes);
+  void *arg;
+};
+
+/* Put every request of a list transfer on the wire before any reply is awaited, so the server
  * works on one while the next travels. */
-static int io_list(rio_fh *h, int wr, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt,
-                   size_t *done) {
-  rio_conn *c;
-  io_part *parts = NULL;
-  int np = 0, e = ensure(h, &c);
-  *done = 0;
-  for (int i = 0; !e && i < nseg; i++)
-    if (segs[i].off < 0 || segs[i].len < 0 || segs[i].off > INT64_MAX - segs[i].len) e = EINVAL;
-  if (!e) e = plan_parts(c, h->sh, segs, nseg, mem, memcnt, &parts, &np);
-  if (e) {
-    free_parts(parts, np);
-    return e;
-  }
+static void send_parts(rio_fh *h, rio_conn *c, int wr, io_part *parts, int np, rio_aio *a) {
   for (int i = 0; i < np; i++) {
     io_part *p = &parts[i];
+    p->r.aio = a;
     if (!wr) p->r.iov = p->mem, p->r.iovcnt = p->memcnt, p->r.want = p->bytes;
     start(c, &p->r, wr ? RIO_T_WRITE : RIO_T_READ, p->body, p->blen, wr ? p->mem : NULL, wr ? p->memcnt : 0,
           wr ? p->bytes : 0);
   }
   __atomic_add_fetch(&h->nio, (unsigned long long)np, __ATOMIC_RELAXED);
-  int short_read = 0;
-  for (int i = 0; i < np; i++) { /* wait for all: nothing may still point at the caller's memory */
-    io_part *p = &parts[i];
-    int pe = finish(c, &p->r, h->w.timeout_ms);
+}
+
+/* The result of a list transfer whose requests are all done: the first error, and the bytes
+ * in segment order up to the first short read (end of file). */
+static int collect(int wr, const io_part *parts, int np, size_t *done) {
+  int e = 0, short_read = 0;
+  *done = 0;
+  for (int i = 0; i < np; i++) {
+    const io_part *p = &parts[i];
+    int pe = p->r.err;
     uint64_t got = wr ? (p->r.fixedn == 8 ? rio_load_u64(p->r.fixed) : 0) : p->r.got;
     if (!pe && wr && (p->r.fixedn != 8 || got != p->bytes)) pe = p->r.fixedn != 8 ? EPROTO : EIO;
     if (!e) e = pe;
     if (!e && !short_read) *done += (size_t)got;
     if (got < p->bytes) short_read = 1; /* end of file: nothing after it counts */
   }
+  return e;
+}
+
+/* One request of a submitted transfer is done (or the submitter has sent them all): the last
+ * one completes the transfer. The memory of the requests goes with it. */
+static void aio_part_done(rio_aio *a) {
+  if (__atomic_sub_fetch(&a->left, 1, __ATOMIC_ACQ_REL) != 0) return;
+  size_t done;
+  int e = collect(a->wr, a->parts, a->np, &done);
+  free_parts(a->parts, a->np);
+  void (*cb)(void *, int, size_t) = a->done;
+  void *arg = a->arg;
+  free(a);
+  cb(arg, e, done);
+}
+
+/* Segments as the driver interface allows them: no negative offset or length, no overflow. */
+static int check_segs(const pario_seg *segs, int nseg, uint64_t *total) {
+  *total = 0;
+  for (int i = 0; i < nseg; i++) {
+    if (segs[i].off < 0 || segs[i].len < 0 || segs[i].off > INT64_MAX - segs[i].len) return EINVAL;
+    *total += (uint64_t)segs[i].len;
+  }
+  return 0;
+}
+
+/* A list transfer, waited for here. */
+static int io_list(rio_fh *h, int wr, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt,
+                   size_t *done) {
+  rio_conn *c;
+  io_part *parts = NULL;
+  uint64_t total;
+  int np = 0, e = ensure(h, &c);
+  *done = 0;
+  if (!e) e = check_segs(segs, nseg, &total);
+  if (!e) e = plan_parts(c, h->sh, segs, nseg, mem, memcnt, &parts, &np);
+  if (e) {
+    free_parts(parts, np);
+    return e;
+  }
+  send_parts(h, c, wr, parts, np, NULL);
+  for (int i = 0; i < np; i++) /* wait for all: nothing may still point at the caller's memory */
+    finish(c, &parts[i].r, h->w.timeout_ms);
+  e = collect(wr, parts, np, done);
   free_parts(parts, np);
+  return e;
+}
+
+/* Writes over this size are put on the wire by the connection's sender thread, so that the
+ * caller of a large MPI_File_iwrite goes back to computing at once; smaller requests are sent
+ * by the calling thread (a hand-off would cost more than the send). */
+#define SUBMIT_INLINE_MAX (64u << 10)
+
+/* The sender thread of a connection: it sends the queued writes in order, each as send_parts
+ * would in the caller, then lets go of the transfer (the submitter's share). It ends with the
+ * connection, sending nothing more then (start() fails each request with the connection's
+ * error). */
+static void *sender(void *arg) {
+  rio_conn *c = arg;
+  pthread_mutex_lock(&c->lock);
+  for (;;) {
+    while (!c->sendq && !c->dead) pthread_cond_wait(&c->send_cond, &c->lock);
+    rio_aio *a = c->sendq;
+    if (!a) break;
+    c->sendq = a->next;
+    if (!c->sendq) c->sendq_tail = NULL;
+    pthread_mutex_unlock(&c->lock);
+    send_parts(a->h, c, a->wr, a->parts, a->np, a);
+    aio_part_done(a);
+    pthread_mutex_lock(&c->lock);
+  }
+  c->sender = 0;
+  pthread_mutex_unlock(&c->lock);
+  conn_put(c);
+  pthread_mutex_lock(&cache_lock);
+  receivers--;
+  pthread_cond_broadcast(&rx_cond);
+  pthread_mutex_unlock(&cache_lock);
+  return NULL;
+}
+
+/* Queue a submitted write for the sender thread (made here the first time). 0, or an errno
+ * with nothing queued. */
+static int queue_send(rio_conn *c, rio_aio *a) {
+  pthread_mutex_lock(&cache_lock); /* receivers counts the sender too: finalize waits for it */
+  pthread_mutex_lock(&c->lock);
+  int e = c->dead ? c->err : 0;
+  if (!e && !c->sender) {
+    pthread_attr_t ta;
+    pthread_t tid;
+    pthread_attr_init(&ta);
+    pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+    c->refs++; /* the sender's */
+    e = pthread_create(&tid, &ta, sender, c);
+    pthread_attr_destroy(&ta);
+    if (e) c->refs--;
+    else c->sender = 1, receivers++;
+  }
+  if (!e) {
+    a->next = NULL;
+    if (c->sendq_tail) c->sendq_tail->next = a;
+    else c->sendq = a;
+    c->sendq_tail = a;
+    pthread_cond_signal(&c->send_cond);
+  }
+  pthread_mutex_unlock(&c->lock);
+  pthread_mutex_unlock(&cache_lock);
+  return e;
+}
+
+/* driver.h submit: the requests are sent now, by the calling thread or (large writes) the
+ * connection's sender thread; the receiver completes the transfer when the last reply has
+ * come (or the connection has died). */
+static int rio_submit(void *handle, int rw, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt,
+                      void (*done)(void *arg, int err, size_t bytes), void *arg) {
+  rio_fh *h = handle;
+  rio_conn *c;
+  io_part *parts = NULL;
+  uint64_t total;
+  int np = 0, e = check_segs(segs, nseg, &total);
+  if (e) return e;
+  rio_aio *a = calloc(1, sizeof *a);
+  if (!a) return ENOMEM;
+  e = ensure(h, &c); /* a deferred OPEN: a round trip, once per handle */
+  if (!e) e = plan_parts(c, h->sh, segs, nseg, mem, memcnt, &parts, &np);
+  if (!e) {
+    *a = (rio_aio){NULL, h, rw != 0, np, parts, np + 1, done, arg};
+    if (rw && total > SUBMIT_INLINE_MAX) {
+      if ((e = queue_send(c, a)) == 0) return 0; /* the sender thread holds the share now */
+    } else {
+      send_parts(h, c, rw != 0, parts, np, a);
+      aio_part_done(a); /* the submitter's share: from now on the replies complete it */
+      return 0;
+    }
+  }
+  free_parts(parts, np);
+  free(a);
   return e;
 }
 
@@ -1048,12 +1276,14 @@ const pario_driver pario_driver_rio = {
     .unlink = rio_unlink,
     .remote = 1,
     .hint_prefix = "pario_rio_",
-    .io_threads = 16, /* nonblocking operations of a file in flight at once (seed 004 allowed 64) */
+    .io_threads = 16, /* nonblocking collectives of a file the engine's workers run at once (the
+                         others are submitted); seed 004 allowed 64 */
     .open_ex = rio_open_ex,
     .unlink_ex = rio_unlink_ex,
     .preadl = rio_preadl,
     .pwritel = rio_pwritel,
     .counter = rio_counter,
+    .submit = rio_submit,
 };
 
 __attribute__((constructor)) static void rio_register(void) { pario_driver_register("x-rio://", &pario_driver_rio); }

@@ -5,7 +5,8 @@
 # server on the same port) a new open must work. The program (rio fault URL WORKDIR) and this
 # script meet through files in WORKDIR: ready (kill now), failed, restarted.
 # usage: fault.sh SERVER stop|kill WORKDIR LAUNCHER...   (LAUNCHER: the MPI launch of the rio
-#        program; "fault URL WORKDIR" is appended)
+#        program; "fault URL WORKDIR" is appended, "fault_nb URL WORKDIR" with
+#        RIO_FAULT_MODE=fault_nb: nonblocking writes in flight, the error at MPI_Wait)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 server=$1 mode=$2 work=$3; shift 3
@@ -15,7 +16,7 @@ mkdir -p "$work"
 rio_server_start "$server" "$work"
 trap rio_server_stop EXIT
 export PARIO_RIO_SECRET_FILE=$RIO_SECRET
-"$@" fault "x-rio://127.0.0.1:$RIO_PORT" "$work" &
+"$@" "${RIO_FAULT_MODE:-fault}" "x-rio://127.0.0.1:$RIO_PORT" "$work" &
 prog=$!
 wait_for() { # file, seconds
   for _ in $(seq $(($2 * 20))); do [ -e "$1" ] && return 0; kill -0 $prog 2>/dev/null || return 1; sleep 0.05; done

@@ -7,11 +7,17 @@
  *   lazy URL       collective write with one aggregator: the other ranks never reach the server
  *   split URL      requests cut at the server's limits (server run with --max-request 1M)
  *   inflight URL [N SIZE]  N blocking, then N nonblocking writes in flight: times printed
+ *   submit URL [N] N nonblocking 4 KiB writes, then N reads, in flight at once through the
+ *                  engine's submission path (no I/O thread started), the bytes read back; reads
+ *                  across the end of file; two 3 MiB writes (the sender thread's); close with N
+ *                  writes still in flight
  *   gen NAME       a fixed mix of contiguous, noncontiguous, collective, nonblocking and
  *                  shared-pointer writes, for comparing a server's file with a local one
  *   fault URL DIR  collective writes until the server (stopped or killed by fault.sh) fails
  *                  them: every rank gets MPI_ERR_IO naming the file; after DIR/restarted
- *                  appears, a new open works */
+ *                  appears, a new open works
+ *   fault_nb URL DIR  the same with rounds of 512 nonblocking 4 KiB writes in flight: the
+ *                  error arrives at MPI_Wait */
 #define _POSIX_C_SOURCE 200809L
 #include <time.h>
 
@@ -226,6 +232,8 @@ static void lazy(const char *url) {
   MPI_Info_create(&info);
   MPI_Info_set(info, "cb_nodes", "1");
   MPI_Info_set(info, "romio_cb_write", "enable");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* MPI_Wait's errors come back */
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
   MPI_File fh;
   int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);
   CHECK(rc == MPI_SUCCESS, "open: %s", err_text(rc));
@@ -385,9 +393,111 @@ static void inflight(const char *url, int n, int size) {
   free(buf), free(r), free(req), free(st);
 }
 
+/* Threads of this process named pario-io: the engine's I/O workers. */
+static int io_workers(void) {
+  char cmd[128], line[64];
+  snprintf(cmd, sizeof cmd, "cat /proc/%d/task/*/comm 2>/dev/null", (int)getpid());
+  FILE *p = popen(cmd, "r");
+  int n = 0;
+  while (p && fgets(line, sizeof line, p)) n += !strncmp(line, "pario-io", 8);
+  if (p) pclose(p);
+  return n;
+}
+
+static void waitall_counts(int n, MPI_Request *req, MPI_Status *st, int want, const char *what) {
+  int rc = MPI_Waitall(n, req, st), bad = 0;
+  for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
+    int c = -1;
+    MPI_Get_count(&st[i], MPI_BYTE, &c);
+    bad += c != want;
+  }
+  CHECK(rc == MPI_SUCCESS && bad == 0, "%d %s: %s, %d with a wrong count", n, what, err_text(rc), bad);
+}
+
+static void submit(const char *url, int n) {
+  enum { S = 4096 };
+  char path[1024];
+  snprintf(path, sizeof path, "%s/submit.%d.%d", url, (int)getpid(), rank);
+  MPI_File fh;
+  int rc = MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh), provided;
+  CHECK(rc == MPI_SUCCESS, "open: %s", err_text(rc));
+  if (rc != MPI_SUCCESS) return;
+  MPI_Query_thread(&provided);
+  size_t total = (size_t)n * S;
+  unsigned char *buf = malloc(total), *back = calloc(1, total);
+  MPI_Request *req = malloc(sizeof *req * (size_t)n);
+  MPI_Status *st = malloc(sizeof *st * (size_t)n);
+  for (size_t i = 0; i < total; i++) buf[i] = pat((long long)i + rank);
+  for (int i = 0; i < n; i++) { /* every block in flight at once, in a scattered order */
+    MPI_Offset off = (MPI_Offset)((i * 37L) % n) * S;
+    MPI_File_iwrite_at(fh, off, buf + off, S, MPI_BYTE, &req[i]);
+  }
+  waitall_counts(n, req, st, S, "nonblocking writes");
+  for (int i = 0; i < n; i++) MPI_File_iread_at(fh, (MPI_Offset)i * S, back + (size_t)i * S, S, MPI_BYTE, &req[i]);
+  waitall_counts(n, req, st, S, "nonblocking reads");
+  CHECK(!memcmp(back, buf, total), "nonblocking reads return the bytes of the nonblocking writes");
+  if (provided == MPI_THREAD_MULTIPLE)
+    CHECK(io_workers() == 0, "no engine I/O thread: %d of them (the operations were not submitted)", io_workers());
+  /* across the end of file: the bytes up to it, then none */
+  int c[2] = {-1, -1};
+  MPI_File_iread_at(fh, (MPI_Offset)total - 100, back, S, MPI_BYTE, &req[0]);
+  MPI_File_iread_at(fh, (MPI_Offset)total + 10, back + S, S, MPI_BYTE, &req[1]);
+  rc = MPI_Waitall(2, req, st);
+  MPI_Get_count(&st[0], MPI_BYTE, &c[0]);
+  MPI_Get_count(&st[1], MPI_BYTE, &c[1]);
+  CHECK(rc == MPI_SUCCESS && c[0] == 100 && c[1] == 0, "reads across the end of file: %d and %d bytes (%s)", c[0], c[1],
+        err_text(rc));
+  CHECK(!memcmp(back, buf + total - 100, 100), "the bytes before the end of file");
+  /* two large writes (the connection's sender thread sends them) and their read */
+  enum { BIG = (3 << 20) + 5 };
+  unsigned char *big = malloc(2 * (size_t)BIG), *bigback = calloc(2, BIG);
+  for (size_t i = 0; i < 2 * (size_t)BIG; i++) big[i] = pat((long long)i * 5 + rank);
+  MPI_File_iwrite_at(fh, (MPI_Offset)total, big, BIG, MPI_BYTE, &req[0]);
+  MPI_File_iwrite_at(fh, (MPI_Offset)total + BIG, big + BIG, BIG, MPI_BYTE, &req[1]);
+  waitall_counts(2, req, st, BIG, "large nonblocking writes");
+  MPI_File_iread_at(fh, (MPI_Offset)total, bigback, 2 * BIG, MPI_BYTE, &req[0]);
+  waitall_counts(1, req, st, 2 * BIG, "large nonblocking read");
+  CHECK(!memcmp(big, bigback, 2 * (size_t)BIG), "the large writes read back");
+  free(big), free(bigback);
+  if (provided == MPI_THREAD_MULTIPLE) CHECK(io_workers() == 0, "still no engine I/O thread: %d", io_workers());
+  /* close with every write still in flight: close waits for them, their data is not lost */
+  for (size_t i = 0; i < total; i++) buf[i] = pat((long long)i * 3 + rank + 1);
+  for (int i = 0; i < n; i++) MPI_File_iwrite_at(fh, (MPI_Offset)i * S, buf + (size_t)i * S, S, MPI_BYTE, &req[i]);
+  rc = MPI_File_close(&fh);
+  CHECK(rc == MPI_SUCCESS, "close with %d writes in flight: %s", n, err_text(rc));
+  waitall_counts(n, req, st, S, "writes in flight at close");
+  rc = MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  CHECK(rc == MPI_SUCCESS, "open again: %s", err_text(rc));
+  if (rc == MPI_SUCCESS) {
+    memset(back, 0, total);
+    rc = MPI_File_read_at(fh, 0, back, (int)total, MPI_BYTE, MPI_STATUS_IGNORE);
+    CHECK(rc == MPI_SUCCESS && !memcmp(back, buf, total), "the writes in flight at close reached the file");
+    MPI_File_close(&fh);
+  }
+  MPI_File_delete(path, MPI_INFO_NULL);
+  free(buf), free(back), free(req), free(st);
+}
+
 static int exists(const char *p) { return access(p, F_OK) == 0; }
 
-static void fault(const char *url, const char *dir) {
+/* A round of nonblocking writes in flight (fault_nb): the first error MPI_Wait gives. */
+static int nb_round(MPI_File fh, const char *buf, int it) {
+  enum { N = 512, S = 4096 };
+  MPI_Request req[N];
+  int first = MPI_SUCCESS;
+  for (int i = 0; i < N; i++) {
+    MPI_Offset off = (((MPI_Offset)it * np + rank) * N + i) * S;
+    int rc = MPI_File_iwrite_at(fh, off, buf, S, MPI_BYTE, &req[i]);
+    if (rc != MPI_SUCCESS && first == MPI_SUCCESS) first = rc;
+  }
+  for (int i = 0; i < N; i++) {
+    int rc = MPI_Wait(&req[i], MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS && first == MPI_SUCCESS) first = rc;
+  }
+  return first;
+}
+
+static void fault(const char *url, const char *dir, int nb) {
   char path[1024], flag[1100];
   snprintf(path, sizeof path, "%s/fault.%d", url, (int)getpid());
   MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
@@ -395,6 +505,8 @@ static void fault(const char *url, const char *dir) {
   MPI_Info_create(&info);
   MPI_Info_set(info, "pario_rio_timeout", "3");
   MPI_Info_set(info, "romio_cb_write", "enable");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* MPI_Wait's errors come back */
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
   MPI_File fh;
   int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);
   CHECK(rc == MPI_SUCCESS, "open: %s", err_text(rc));
@@ -406,9 +518,12 @@ static void fault(const char *url, const char *dir) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int it = 0;
   for (;; it++) { /* the server goes away while this runs */
-    rc = MPI_File_write_at_all(fh, ((MPI_Offset)it * np + rank) * B, buf, B, MPI_BYTE, MPI_STATUS_IGNORE);
+    rc = nb ? nb_round(fh, buf, it)
+            : MPI_File_write_at_all(fh, ((MPI_Offset)it * np + rank) * B, buf, B, MPI_BYTE, MPI_STATUS_IGNORE);
     int failed = rc != MPI_SUCCESS, any = 0;
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    /* a collective fails on every rank at once; independent rounds go on until each rank has
+     * seen its own error (a rank may finish a round just before the server goes) */
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, nb ? MPI_MIN : MPI_MAX, MPI_COMM_WORLD);
     if (it == 0 && rank == 0) { /* tell fault.sh to stop or kill the server now */
       snprintf(flag, sizeof flag, "%s/ready", dir);
       fclose(fopen(flag, "w"));
@@ -416,7 +531,7 @@ static void fault(const char *url, const char *dir) {
     clock_gettime(CLOCK_MONOTONIC, &t);
     if (any || t.tv_sec - t0.tv_sec > 90) break;
   }
-  CHECK_ERR(rc, MPI_ERR_IO, "MPI_File_write_at_all", path);
+  CHECK_ERR(rc, MPI_ERR_IO, nb ? "MPI_File_iwrite_at" : "MPI_File_write_at_all", path);
   if (rank == 0) printf("fault: write %d failed on rank 0: %s\n", it, err_text(rc));
   MPI_File_close(&fh); /* may fail too: the server is gone */
   MPI_Barrier(MPI_COMM_WORLD);
@@ -456,7 +571,9 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "gen")) gen(argv[2]);
   else if (!strcmp(mode, "split")) split(argv[2]);
   else if (!strcmp(mode, "inflight")) inflight(argv[2], argc > 3 ? atoi(argv[3]) : 64, argc > 4 ? atoi(argv[4]) : 65536);
-  else if (!strcmp(mode, "fault") && argc > 3) fault(argv[2], argv[3]);
-  else CHECK(0, "usage: rio basic|noncontig|hpio|lazy|gen|split|inflight|fault URL [DIR]");
+  else if (!strcmp(mode, "submit")) submit(argv[2], argc > 3 ? atoi(argv[3]) : 2000);
+  else if (!strcmp(mode, "fault") && argc > 3) fault(argv[2], argv[3], 0);
+  else if (!strcmp(mode, "fault_nb") && argc > 3) fault(argv[2], argv[3], 1);
+  else CHECK(0, "usage: rio basic|noncontig|hpio|lazy|gen|split|inflight|submit|fault|fault_nb URL [DIR]");
   return finish("rio");
 }

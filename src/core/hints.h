@@ -14,6 +14,7 @@ typedef struct pario_hints {
   int cb_nodes_given;      /* cb_nodes came from the user (info or PARIO_HINTS) */
   int romio_cb_read, romio_cb_write, romio_ds_read, romio_ds_write; /* PARIO_AUTO/ENABLE/DISABLE */
   long long ind_rd_buffer_size, ind_wr_buffer_size;
+  int ind_given;           /* 1: ind_rd_buffer_size, 2: ind_wr_buffer_size came from the user */
   long long striping_unit; /* 0 = not given */
   int striping_factor;     /* 0 = not given */
   long long cb_block_size; /* 0 = not given */

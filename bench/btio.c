@@ -85,7 +85,7 @@ typedef struct {
   double *field, *out;
   double *full;           /* --gather: the whole field in file order (the seed's temporary array) */
   double *blocks;         /* --gather: every rank's block, as allgathered */
-  int *counts, *displs;   /* --gather: doubles of each rank's block, and where it starts */
+  int *counts, *displs;   /* --gather: the Alltoallv counts (2 np) and displacements (2 np, in counts) */
   long long (*box)[6];    /* --gather: each rank's lo[3], sz[3] */
   long long g0, gcount;   /* --gather: this rank's contiguous share of a step, in doubles */
   MPI_Datatype filetype;
@@ -486,7 +486,7 @@ int btio_main(int argc, char **argv) {
   MPI_Type_free(&c.filetype);
   free(c.field);
   free(c.out);
-  free(c.full), free(c.blocks), free(c.counts), free(c.displs), free(c.box);
+  free(c.full), free(c.blocks), free(c.counts), free(c.box); /* displs lies inside counts */
   MPI_Barrier(MPI_COMM_WORLD);
   if (!o.stage_dir && !B.keep && B.rank == 0) rmdir(sdir);
   return 0;

@@ -1,6 +1,8 @@
 /* pario-bench btio: the BTIO experiment of the RIO paper (seed 004, sec. 4.3): an N^3 x 5 field
  * in a 3-D block decomposition, written every k of I iterations through a subarray view, in
- * blocking, nonblocking (overlapping the next compute steps) and staged (local file + copy) modes. */
+ * blocking, nonblocking (overlapping the next compute steps) and staged (local file + copy) modes;
+ * with --gather the seed's optimised variant: the ranks gather the whole field and each writes
+ * one contiguous block of it from that temporary array. */
 #include "bench.h"
 
 #include <errno.h>
@@ -16,7 +18,7 @@ enum { BLOCKING, NONBLOCKING, STAGE };
 
 typedef struct {
   long long n, iters, every;
-  int modes, nbapi;
+  int modes, nbapi, gather, wall;
   double cost;
   const char *stage_dir;
 } bt_opts;
@@ -31,10 +33,16 @@ const char btio_usage[] =
     "      --mode LIST            blocking,nonblocking,stage (default all three)\n"
     "      --compute-cost SECONDS synthetic compute per iteration (default 0.01)\n"
     "      --nonblocking-api A    iwrite_all (default) or begin_end (split collective)\n"
+    "      --compute-wall         each compute step lasts --compute-cost seconds of wall time\n"
+    "                             (units in slices until then), however loaded the machine;\n"
+    "                             default: the units calibrated at start-up\n"
+    "      --gather               the seed's optimised BTIO: every step the ranks allgather the\n"
+    "                             field and each writes one contiguous block of it (write_at,\n"
+    "                             iwrite_at) from that temporary array\n"
     "      --stage-dir DIR        node-local directory of the stage mode\n"
     "                             (default DIR/pario-bench-stage)\n" REPEAT_HELP COMMON_HELP;
 
-enum { O_MODE = OPT_SUITE0, O_COST, O_NBAPI, O_STAGEDIR };
+enum { O_MODE = OPT_SUITE0, O_COST, O_NBAPI, O_STAGEDIR, O_GATHER, O_WALL };
 
 static int bt_option(int c, const char *arg, void *ctx) {
   bt_opts *o = ctx;
@@ -60,6 +68,8 @@ static int bt_option(int c, const char *arg, void *ctx) {
         return usage_error("btio", "bad nonblocking api '%s'", arg);
       return 0;
     case O_STAGEDIR: o->stage_dir = arg; return 0;
+    case O_GATHER: o->gather = 1; return 0;
+    case O_WALL: o->wall = 1; return 0;
     default: return usage_error("btio", "unknown option");
   }
 }
@@ -73,6 +83,11 @@ typedef struct {
   long long lcount;       /* doubles per rank per write step */
   long long steps;
   double *field, *out;
+  double *full;           /* --gather: the whole field in file order (the seed's temporary array) */
+  double *blocks;         /* --gather: every rank's block, as allgathered */
+  int *counts, *displs;   /* --gather: the Alltoallv counts (2 np) and displacements (2 np, in counts) */
+  long long (*box)[6];    /* --gather: each rank's lo[3], sz[3] */
+  long long g0, gcount;   /* --gather: this rank's contiguous share of a step, in doubles */
   MPI_Datatype filetype;
   const char *path;
   char local[4096];
@@ -82,17 +97,22 @@ typedef struct {
   int pending;
 } bt_run;
 
-static void decompose(bt_run *c) {
-  int dims[3] = {0, 0, 0}, rest = B.rank;
+/* Rank rank's block: lo[3], sz[3] (x, y, z). */
+static void block_of(const bt_run *c, int rank, long long lo[3], long long sz[3]) {
+  int dims[3] = {0, 0, 0}, rest = rank;
   MPI_Dims_create(B.size, 3, dims); /* dims[0] varies slowest: z, y, x */
   int coord[3]; /* z, y, x */
   for (int d = 2; d >= 0; d--) coord[d] = rest % dims[d], rest /= dims[d];
   for (int d = 0; d < 3; d++) { /* lo/sz index 0 = x = dims[2] */
     int k = 2 - d;
     long long n = c->o->n;
-    c->lo[d] = n * coord[k] / dims[k];
-    c->sz[d] = n * (coord[k] + 1) / dims[k] - c->lo[d];
+    lo[d] = n * coord[k] / dims[k];
+    sz[d] = n * (coord[k] + 1) / dims[k] - lo[d];
   }
+}
+
+static void decompose(bt_run *c) {
+  block_of(c, B.rank, c->lo, c->sz);
   c->lcount = c->sz[0] * c->sz[1] * c->sz[2] * 5;
   int sizes[4] = {(int)c->o->n, (int)c->o->n, (int)c->o->n, 5};
   int sub[4] = {(int)c->sz[2], (int)c->sz[1], (int)c->sz[0], 5};
@@ -115,17 +135,128 @@ static void fill_field(bt_run *c, long long s) {
           *p++ = value(c->o->n, s, c->lo[2] + z, c->lo[1] + y, c->lo[0] + x, cc);
 }
 
+/* ---- --gather: the seed's optimised variant ----------------------------------------------- */
+
+static int complete_pending(bt_run *c);
+
+static void gather_setup(bt_run *c) {
+  long long total = c->o->n * c->o->n * c->o->n * 5;
+  c->g0 = total * B.rank / B.size;
+  c->gcount = total * (B.rank + 1) / B.size - c->g0;
+  c->full = xalloc(sizeof(double) * (size_t)(c->gcount + 1));
+  c->blocks = xalloc(sizeof(double) * (size_t)(c->lcount + c->gcount + 1)); /* sent, then received */
+  c->counts = xalloc(sizeof(int) * 4 * (size_t)B.size);
+  c->displs = c->counts + 2 * B.size;
+  c->box = xalloc(sizeof *c->box * (size_t)B.size);
+  for (int r = 0; r < B.size; r++) block_of(c, r, c->box[r], c->box[r] + 3);
+}
+
+/* Walk rank r's rows (x runs of its block, in file order) cut at the ranks' shares: fn gets
+ * each piece's file offset, length and owner, in order. */
+static void walk_rows(const bt_run *c, int r, void (*fn)(void *, long long, long long, int), void *arg) {
+  long long n = c->o->n, total = n * n * n * 5;
+  const long long *lo = c->box[r], *sz = c->box[r] + 3;
+  for (long long z = 0; z < sz[2]; z++)
+    for (long long y = 0; y < sz[1]; y++) {
+      long long off = (((lo[2] + z) * n + lo[1] + y) * n + lo[0]) * 5, left = sz[0] * 5;
+      while (left > 0) {
+        int q = (int)(off * B.size / total); /* the share holding off */
+        while (q + 1 < B.size && total * (q + 1) / B.size <= off) q++;
+        while (q > 0 && total * q / B.size > off) q--;
+        long long end = total * (q + 1) / B.size, take = end - off < left ? end - off : left;
+        fn(arg, off, take, q);
+        off += take, left -= take;
+      }
+    }
+}
+
+typedef struct {
+  bt_run *c;
+  int *count; /* doubles per owner so far */
+  const double *src;
+  double *dst;
+} walk_ctx;
+
+static void count_piece(void *a, long long off, long long len, int q) {
+  (void)off;
+  ((walk_ctx *)a)->count[q] += (int)len;
+}
+
+static void pack_piece(void *a, long long off, long long len, int q) { /* my rows, in order */
+  walk_ctx *w = a;
+  (void)off;
+  memcpy(w->dst + w->c->displs[q] + w->count[q], w->src, sizeof(double) * (size_t)len);
+  w->src += len, w->count[q] += (int)len;
+}
+
+static void place_piece(void *a, long long off, long long len, int q) { /* rank r's rows */
+  walk_ctx *w = a;
+  if (q != B.rank) return;
+  memcpy(w->c->full + (off - w->c->g0), w->src, sizeof(double) * (size_t)len);
+  w->src += len;
+}
+
+/* The field redistributed so that each rank holds its contiguous share of the file (one
+ * MPI_Alltoallv: every double moves once), the seed's temporary array. */
+static void gather_field(bt_run *c) {
+  int np = B.size, *scount = c->counts, *rcount = c->counts + np, *sdispl = c->displs, *rdispl = c->displs + np;
+  int *per = xalloc(sizeof(int) * (size_t)np);
+  walk_ctx w = {c, scount, NULL, NULL};
+  memset(scount, 0, sizeof(int) * (size_t)np);
+  walk_rows(c, B.rank, count_piece, &w);
+  for (int r = 0; r < np; r++) { /* what rank r sends me: its pieces inside my share */
+    memset(per, 0, sizeof(int) * (size_t)np);
+    w.count = per;
+    walk_rows(c, r, count_piece, &w);
+    rcount[r] = per[B.rank];
+  }
+  for (int r = 0; r < np; r++) {
+    sdispl[r] = r ? sdispl[r - 1] + scount[r - 1] : 0;
+    rdispl[r] = r ? rdispl[r - 1] + rcount[r - 1] : 0;
+  }
+  double *recv = c->blocks + c->lcount;
+  memset(per, 0, sizeof(int) * (size_t)np);
+  w = (walk_ctx){c, per, c->field, c->blocks};
+  walk_rows(c, B.rank, pack_piece, &w);
+  MPI_Alltoallv(c->blocks, scount, sdispl, MPI_DOUBLE, recv, rcount, rdispl, MPI_DOUBLE, MPI_COMM_WORLD);
+  for (int r = 0; r < np; r++) {
+    w.src = recv + rdispl[r];
+    walk_rows(c, r, place_piece, &w);
+  }
+  free(per);
+}
+
+/* Step s of the --gather variant: this rank's contiguous share, from the whole field. */
+static void write_gathered(result *r, bt_run *c, long long s) {
+  long long total = c->o->n * c->o->n * c->o->n * 5;
+  MPI_Offset at = (MPI_Offset)((s * total + c->g0) * 8);
+  int n = (int)c->gcount;
+  const double *from = c->full;
+  if (c->mode == NONBLOCKING && res_mpi(r, complete_pending(c), "MPI_Wait")) return;
+  gather_field(c); /* the temporary array is free again: the previous write completed */
+  if (c->mode == BLOCKING)
+    res_mpi(r, MPI_File_write_at(c->fh, at, from, n, MPI_DOUBLE, MPI_STATUS_IGNORE), "MPI_File_write_at");
+  else if (c->mode == STAGE)
+    res_mpi(r, MPI_File_write_at(c->lfh, at, from, n, MPI_DOUBLE, MPI_STATUS_IGNORE), "MPI_File_write_at (stage)");
+  else if (!res_mpi(r, MPI_File_iwrite_at(c->fh, at, from, n, MPI_DOUBLE, &c->req), "MPI_File_iwrite_at"))
+    c->pending = 1;
+}
+
 /* ---- the three ways of writing a step --------------------------------------------------- */
 
 static int complete_pending(bt_run *c) {
   if (!c->pending) return MPI_SUCCESS;
   c->pending = 0;
   MPI_Status st;
-  if (c->o->nbapi == 0) return MPI_Wait(&c->req, &st);
+  if (c->o->nbapi == 0 || c->o->gather) return MPI_Wait(&c->req, &st);
   return MPI_File_write_at_all_end(c->fh, c->out, &st);
 }
 
 static void write_step(result *r, bt_run *c, long long s) {
+  if (c->o->gather) {
+    write_gathered(r, c, s);
+    return;
+  }
   MPI_Offset off = (MPI_Offset)(s * c->lcount); /* etypes within the view: the s-th tile */
   int n = (int)c->lcount, rc;
   if (c->mode == BLOCKING) {
@@ -148,10 +279,18 @@ static void write_step(result *r, bt_run *c, long long s) {
 static void copy_stage(result *r, bt_run *c) {
   int rc = file_open_hinted(MPI_COMM_WORLD, c->path, MPI_MODE_CREATE | MPI_MODE_WRONLY, NULL, NULL, &c->fh);
   if (res_mpi(r, rc, "MPI_File_open") ||
-      res_mpi(r, MPI_File_set_view(c->fh, 0, MPI_DOUBLE, c->filetype, "native", MPI_INFO_NULL),
-              "MPI_File_set_view"))
-    return;
-  for (long long s = 0; s < c->steps && r->status == ST_OK; s++) {
+      (!c->o->gather && res_mpi(r, MPI_File_set_view(c->fh, 0, MPI_DOUBLE, c->filetype, "native", MPI_INFO_NULL),
+                                "MPI_File_set_view")))
+    return; /* --gather writes byte offsets through the default view */
+  long long total = c->o->n * c->o->n * c->o->n * 5;
+  for (long long s = 0; s < c->steps && r->status == ST_OK && c->o->gather; s++) {
+    MPI_Offset at = (MPI_Offset)((s * total + c->g0) * 8); /* the contiguous share, as it was kept */
+    if (!res_mpi(r, MPI_File_read_at(c->lfh, at, c->full, (int)c->gcount, MPI_DOUBLE, MPI_STATUS_IGNORE),
+                 "MPI_File_read_at (stage)"))
+      res_mpi(r, MPI_File_write_at(c->fh, at, c->full, (int)c->gcount, MPI_DOUBLE, MPI_STATUS_IGNORE),
+              "MPI_File_write_at (copy)");
+  }
+  for (long long s = 0; s < c->steps && r->status == ST_OK && !c->o->gather; s++) {
     MPI_Offset off = (MPI_Offset)(s * c->lcount);
     int n = (int)c->lcount;
     if (res_mpi(r, MPI_File_read_at(c->lfh, off * 8, c->out, n, MPI_DOUBLE, MPI_STATUS_IGNORE),
@@ -169,7 +308,7 @@ static void open_files(result *r, bt_run *c) {
     return;
   }
   int rc = file_open_hinted(MPI_COMM_WORLD, c->path, MPI_MODE_CREATE | MPI_MODE_WRONLY, NULL, NULL, &c->fh);
-  if (!res_mpi(r, rc, "MPI_File_open"))
+  if (!res_mpi(r, rc, "MPI_File_open") && !c->o->gather)
     res_mpi(r, MPI_File_set_view(c->fh, 0, MPI_DOUBLE, c->filetype, "native", MPI_INFO_NULL),
             "MPI_File_set_view");
 }
@@ -183,12 +322,24 @@ static void close_files(result *r, bt_run *c) {
 
 /* ---- the run ---------------------------------------------------------------------------- */
 
+/* One compute step: the calibrated units, or (--compute-wall) units in slices until the step's
+ * wall time is over, so a loaded machine cannot shorten it below what the link needs. */
+static void compute_step(const bt_run *c) {
+  if (!c->o->wall) {
+    compute_units((long long)c->units);
+    return;
+  }
+  double end = now() + c->o->cost;
+  long long slice = (long long)(c->units / 50) + 1;
+  while (now() < end) compute_units(slice);
+}
+
 static void iterate(result *r, bt_run *c) {
   long long s = 0;
   for (long long it = 0; it < c->o->iters; it++) {
     int writes = (it + 1) % c->o->every == 0;
     double t = now();
-    compute_units((long long)c->units);
+    compute_step(c);
     if (writes) fill_field(c, s);
     c->compute_s += now() - t;
     if (!writes || r->status != ST_OK) continue;
@@ -247,10 +398,13 @@ static void set_params(result *r, const bt_run *c) {
   jo_int(&r->params, "write_every", o->every);
   jo_str(&r->params, "mode", mode_names[c->mode]);
   jo_num(&r->params, "compute_cost", o->cost);
-  jo_str(&r->params, "nonblocking_api", nbapi_names[o->nbapi]);
+  jo_str(&r->params, "nonblocking_api", o->gather ? "iwrite_at" : nbapi_names[o->nbapi]);
+  jo_int(&r->params, "gather", o->gather);
+  jo_int(&r->params, "compute_wall", o->wall);
   res_common_params(r);
-  snprintf(r->label, sizeof r->label, "N=%lld I=%lld k=%lld cost=%gs%s%s", o->n, o->iters, o->every,
-           o->cost, c->mode == NONBLOCKING ? " " : "", c->mode == NONBLOCKING ? nbapi_names[o->nbapi] : "");
+  snprintf(r->label, sizeof r->label, "N=%lld I=%lld k=%lld cost=%gs%s%s%s", o->n, o->iters, o->every,
+           o->cost, c->mode == NONBLOCKING ? " " : "",
+           c->mode == NONBLOCKING ? (o->gather ? "iwrite_at" : nbapi_names[o->nbapi]) : "", o->gather ? " gather" : "");
 }
 
 /* Each figure: the median of the B.repeat runs, with _min and _max. */
@@ -308,7 +462,7 @@ int btio_main(int argc, char **argv) {
       {"n", required_argument, 0, 'n'},          {"iterations", required_argument, 0, 'i'},
       {"write-every", required_argument, 0, 'k'}, {"mode", required_argument, 0, O_MODE},
       {"compute-cost", required_argument, 0, O_COST}, {"nonblocking-api", required_argument, 0, O_NBAPI},
-      {"stage-dir", required_argument, 0, O_STAGEDIR}, REPEAT_LONG_OPT, COMMON_LONG_OPTS, {0, 0, 0, 0}};
+      {"stage-dir", required_argument, 0, O_STAGEDIR}, {"gather", no_argument, 0, O_GATHER}, {"compute-wall", no_argument, 0, O_WALL}, REPEAT_LONG_OPT, COMMON_LONG_OPTS, {0, 0, 0, 0}};
   int rc = parse_options("btio", argc, argv, COMMON_SHORT "n:i:k:", longopts, bt_option, &o);
   if (rc) return rc;
   if (o.iters / o.every < 1) return usage_error("btio", "no write: iterations < write interval");
@@ -325,12 +479,14 @@ int btio_main(int argc, char **argv) {
   c.units = o.cost * compute_rate_all();
   c.field = xalloc(sizeof(double) * (size_t)c.lcount);
   c.out = xalloc(sizeof(double) * (size_t)c.lcount);
+  if (o.gather) gather_setup(&c);
   snprintf(c.local, sizeof c.local, "%.4000s/btio-local.%d", stage_dir(&o, sdir, sizeof sdir), B.rank);
   for (c.mode = 0; c.mode < 3; c.mode++)
     if (o.modes & (1 << c.mode)) measure(&c);
   MPI_Type_free(&c.filetype);
   free(c.field);
   free(c.out);
+  free(c.full), free(c.blocks), free(c.counts), free(c.box); /* displs lies inside counts */
   MPI_Barrier(MPI_COMM_WORLD);
   if (!o.stage_dir && !B.keep && B.rank == 0) rmdir(sdir);
   return 0;

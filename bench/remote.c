@@ -2,16 +2,18 @@
  * Figures 3 and 4): every rank streams its own file to or from a server (ranks spread over the
  * servers given), blocking one request at a time or nonblocking with a queue of requests in
  * flight; with small blocks the same loop measures the request rate (pipelined against one
- * round trip at a time). Through the standard MPI-IO API, so local paths work as well. */
+ * round trip at a time); collective mode: the ranks of a server share one file, each call
+ * writes one block per rank, rank-interleaved (what a forwarder merges into one request).
+ * Through the standard MPI-IO API, so local paths work as well. */
 #include "bench.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { BLOCKING, NONBLOCKING };
+enum { BLOCKING, NONBLOCKING, COLLECTIVE };
 enum { OP_WRITE, OP_READ };
-static const char *const mode_names[] = {"blocking", "nonblocking"};
+static const char *const mode_names[] = {"blocking", "nonblocking", "collective"};
 static const char *const op_names[] = {"write", "read"};
 #define MAX_BS 16
 #define MAX_SERVERS 16
@@ -34,7 +36,9 @@ const char remote_usage[] =
     "                         (default: --dir)\n"
     "  -s, --size SIZE        bytes per rank (default 64M)\n"
     "  -b, --block-size LIST  bytes per request (default 1M; 4K measures the request rate)\n"
-    "      --mode LIST        blocking,nonblocking (default both)\n"
+    "      --mode LIST        blocking,nonblocking,collective (default the first two);\n"
+    "                         collective: the ranks of a server share one file, block i of\n"
+    "                         rank r at (i * ranks + r) * block, one write_at_all per block\n"
     "      --op LIST          write,read (default both)\n"
     "  -q, --depth Q          nonblocking requests in flight per rank (default 16)\n"
     "  -r, --repeat N         runs per measurement (default 3)\n" COMMON_HELP;
@@ -66,7 +70,7 @@ static int rm_option(int c, const char *arg, void *ctx) {
       if ((o->nbs = parse_size_list(arg, o->bs, MAX_BS)) <= 0) return usage_error("remote", "bad block size list '%s'", arg);
       return 0;
     case O_MODE:
-      if ((o->modes = parse_choice_list(arg, mode_names, 2)) <= 0) return usage_error("remote", "bad mode list '%s'", arg);
+      if ((o->modes = parse_choice_list(arg, mode_names, 3)) <= 0) return usage_error("remote", "bad mode list '%s'", arg);
       return 0;
     case O_OP:
       if ((o->ops = parse_choice_list(arg, op_names, 2)) <= 0) return usage_error("remote", "bad op list '%s'", arg);
@@ -85,6 +89,8 @@ static int rm_option(int c, const char *arg, void *ctx) {
 typedef struct {
   const rm_opts *o;
   int mode, op;
+  MPI_Comm comm; /* the ranks of this rank's server (collective mode) */
+  int grank, gsize;
   long long bs, nb;
   char path[4200];
   unsigned char **buf; /* depth buffers (1 when blocking) */
@@ -95,9 +101,12 @@ typedef struct {
 
 /* Issue block i from slot s: blocking or as a nonblocking request into *req. */
 static int xfer(rm_run *c, MPI_File fh, long long i, int s, MPI_Request *req) {
-  MPI_Offset off = (MPI_Offset)(i * c->bs);
+  MPI_Offset off = (MPI_Offset)((c->mode == COLLECTIVE ? i * c->gsize + c->grank : i) * c->bs);
   int n = (int)c->bs;
   if (c->op == OP_WRITE) pat_prepare(c->buf[s], off, (size_t)c->bs, &c->prev[s]);
+  if (c->mode == COLLECTIVE)
+    return c->op == OP_WRITE ? MPI_File_write_at_all(fh, off, c->buf[s], n, MPI_BYTE, MPI_STATUS_IGNORE)
+                             : MPI_File_read_at_all(fh, off, c->buf[s], n, MPI_BYTE, MPI_STATUS_IGNORE);
   if (c->mode == BLOCKING)
     return c->op == OP_WRITE ? MPI_File_write_at(fh, off, c->buf[s], n, MPI_BYTE, MPI_STATUS_IGNORE)
                              : MPI_File_read_at(fh, off, c->buf[s], n, MPI_BYTE, MPI_STATUS_IGNORE);
@@ -124,7 +133,8 @@ static double timed_run(result *r, rm_run *c) {
   int amode = c->op == OP_WRITE ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY;
   MPI_Barrier(MPI_COMM_WORLD);
   double t0 = now();
-  if (!res_mpi(r, file_open_hinted(MPI_COMM_SELF, c->path, amode, NULL, NULL, &fh), "MPI_File_open"))
+  if (!res_mpi(r, file_open_hinted(c->mode == COLLECTIVE ? c->comm : MPI_COMM_SELF, c->path, amode, NULL, NULL, &fh),
+               "MPI_File_open"))
     run_blocks(r, c, fh);
   file_close(r, &fh, "MPI_File_close");
   MPI_Barrier(MPI_COMM_WORLD);
@@ -134,7 +144,11 @@ static double timed_run(result *r, rm_run *c) {
 /* This rank's file must hold the pattern for [0, size): read back and compare (untimed). */
 static void verify_own(result *r, rm_run *c) {
   MPI_File fh = MPI_FILE_NULL;
-  MPI_Offset size = (MPI_Offset)(c->nb * c->bs), fsize = 0;
+  MPI_Offset size = (MPI_Offset)(c->nb * c->bs) * (c->mode == COLLECTIVE ? c->gsize : 1), fsize = 0;
+  if (c->mode == COLLECTIVE && c->grank != 0) { /* the server's rank 0 checks the shared file */
+    res_verified(r);
+    return;
+  }
   if (B.inject) corrupt_byte(c->path, size / 2 + 7); /* collective: rank 0 damages its own file */
   if (res_mpi(r, file_open(MPI_COMM_SELF, c->path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh), "MPI_File_open (verify)")) return;
   if (!res_mpi(r, MPI_File_get_size(fh, &fsize), "MPI_File_get_size") && fsize != size)
@@ -156,7 +170,7 @@ static void verify_own(result *r, rm_run *c) {
 static void prepare_own(result *r, rm_run *c) {
   rm_run w = *c;
   w.op = OP_WRITE;
-  w.mode = BLOCKING;
+  w.mode = c->mode == COLLECTIVE ? COLLECTIVE : BLOCKING;
   timed_run(r, &w);
 }
 
@@ -205,7 +219,7 @@ static void measure(rm_run *c) {
   }
   res_emit(&r);
   if (!B.keep) {
-    MPI_File_delete(c->path, MPI_INFO_NULL);
+    if (c->mode != COLLECTIVE || c->grank == 0) MPI_File_delete(c->path, MPI_INFO_NULL);
     MPI_Barrier(MPI_COMM_WORLD);
   }
 }
@@ -227,15 +241,22 @@ int remote_main(int argc, char **argv) {
     }
   for (int b = 0; b < o.nbs; b++)
     for (int op = 0; op < 2; op++)
-      for (int m = 0; m < 2; m++) {
+      for (int m = 0; m < 3; m++) {
         if (!(o.ops & (1 << op)) || !(o.modes & (1 << m))) continue;
         rm_run c = {.o = &o, .mode = m, .op = op, .bs = o.bs[b], .nb = o.size / o.bs[b]};
         c.nbuf = m == NONBLOCKING ? (int)o.depth : 1;
-        snprintf(c.path, sizeof c.path, "%.4000s/pario-bench-remote.%d", o.servers[B.rank % o.nservers], B.rank);
+        MPI_Comm_split(MPI_COMM_WORLD, B.rank % o.nservers, B.rank, &c.comm);
+        MPI_Comm_rank(c.comm, &c.grank);
+        MPI_Comm_size(c.comm, &c.gsize);
+        if (m == COLLECTIVE)
+          snprintf(c.path, sizeof c.path, "%.4000s/pario-bench-remote.shared", o.servers[B.rank % o.nservers]);
+        else
+          snprintf(c.path, sizeof c.path, "%.4000s/pario-bench-remote.%d", o.servers[B.rank % o.nservers], B.rank);
         c.buf = calloc((size_t)c.nbuf, sizeof *c.buf);
         c.prev = malloc(sizeof *c.prev * (size_t)c.nbuf);
         for (int s = 0; s < c.nbuf; s++) c.buf[s] = xalloc((size_t)c.bs), c.prev[s] = -1;
         measure(&c);
+        MPI_Comm_free(&c.comm);
         for (int s = 0; s < c.nbuf; s++) free(c.buf[s]);
         free(c.buf);
         free(c.prev);

@@ -21,10 +21,12 @@ static int parse_num(const char *v, const char *const *units, const uint64_t *mu
   char *end;
   errno = 0;
   double d = strtod(v, &end);
-  if (errno || end == v || d < 0) return -1;
+  if (errno || end == v || !(d >= 0)) return -1; /* also refuses NaN */
   for (int i = 0; units[i]; i++)
     if (!strcmp(end, units[i])) {
-      *out = (uint64_t)(d * (double)mult[i]);
+      double x = d * (double)mult[i];
+      if (!(x <= 1e18)) return -1; /* infinity or beyond uint64_t (found by fuzz_rio) */
+      *out = (uint64_t)x;
       return 0;
     }
   return -1;

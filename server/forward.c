@@ -1,7 +1,8 @@
 /* pario-server --forward-to: a forwarder node (seed 004 section 3). Clients' requests go upstream
  * over one shared connection, replies come back by id; the READ/WRITE parts of one collective
  * (same coll_id) are merged into one request of sorted, joined segments and the reply split
- * back; a group incomplete after 500 ms or not mergeable goes part by part. */
+ * back; a group still incomplete after --merge-wait, one whose client left, or one that cannot
+ * be merged goes part by part. */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -16,8 +17,10 @@
 
 #include "server.h"
 
-#define GROUP_TIMEOUT_NS 500000000ull
 #define MAX_PARTS 4096
+
+/* What the forwarder did with tagged requests (logged when it stops). */
+static uint64_t n_tagged, n_merged_groups, n_merged_parts, n_late_parts;
 
 typedef struct fwd_conn { /* per client: the upstream handles it opened, and their paths */
   uint32_t n, cap;
@@ -41,7 +44,7 @@ typedef struct piece {
 typedef struct group {
   uint64_t coll_id, born, total;
   unsigned type;
-  uint32_t want, have, npieces;
+  uint32_t coll_n, want, have, cap, npieces; /* want: the parts still expected (coll_n at first) */
   part *parts;
   piece *pieces;
   struct group *next;
@@ -325,6 +328,8 @@ static void group_send(group *g) {
     goto split;
   }
   pd->g = g, pd->type = g->type;
+  __atomic_add_fetch(&n_merged_groups, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&n_merged_parts, g->have, __ATOMIC_RELAXED);
   srv_log(LOG_DEBUG, "forward: collective %llu: %u requests merged into one %s of %u segments, %llu bytes",
           (unsigned long long)g->coll_id, g->have, g->type == RIO_T_WRITE ? "WRITE" : "READ", useg,
           (unsigned long long)total);
@@ -352,11 +357,45 @@ split:
   group_free(g);
 }
 
+static int piece_part_cmp(const void *a, const void *b) {
+  const piece *x = a, *y = b;
+  if (x->part != y->part) return x->part < y->part ? -1 : 1;
+  return x->part_pos < y->part_pos ? -1 : x->part_pos > y->part_pos ? 1 : 0;
+}
+
+/* A READ part's reply: its pieces (pp, sorted in its own order) out of the merged data, cut at
+ * the first piece the end of file cut (done: the merged bytes that arrived). */
+static void read_part_reply(part *pt, const piece *pp, uint32_t np, const uint8_t *data, uint64_t done) {
+  uint8_t *b = malloc(RIO_STATUS + 8 + pt->io.total);
+  if (!b) {
+    srv_reply_error(pt->c, pt->id, RIO_ENOMEM, "forwarder: out of memory");
+    return;
+  }
+  uint64_t got = 0;
+  for (uint32_t s = 0; s < np; s++) {
+    if (pp[s].len == 0) continue;
+    uint64_t avail = done > pp[s].merged_pos ? done - pp[s].merged_pos : 0;
+    uint64_t m = avail < pp[s].len ? avail : pp[s].len;
+    memcpy(b + RIO_STATUS + 8 + got, data + pp[s].merged_pos, m);
+    got += m;
+    if (m < pp[s].len) break;
+  }
+  rio_wr w = rio_wr_init(b, RIO_STATUS + 8);
+  rio_put_status(&w, RIO_OK);
+  rio_put_u64(&w, got);
+  to_client(pt->c, RIO_T_READ, pt->id, b, RIO_STATUS + 8 + got);
+  free(b);
+}
+
 /* The merged reply, split back to every part. */
 static void group_reply(group *g, int status, const uint8_t *rest, size_t rn) {
   uint64_t done = rn >= 8 ? rio_load_u64(rest) : 0;
   if (status == RIO_OK && (rn < 8 || (g->type == RIO_T_READ && rn - 8 != done))) status = RIO_EPROTO;
   if (status == RIO_OK && g->type == RIO_T_WRITE && done != g->total) status = RIO_EIO;
+  /* For READ, the pieces in each part's order: part by part, each by its position. */
+  if (status == RIO_OK && g->type == RIO_T_READ && g->npieces)
+    qsort(g->pieces, g->npieces, sizeof *g->pieces, piece_part_cmp);
+  uint32_t at = 0;
   for (uint32_t i = 0; i < g->have; i++) {
     part *pt = &g->parts[i];
     if (status != RIO_OK) {
@@ -371,31 +410,10 @@ static void group_reply(group *g, int status, const uint8_t *rest, size_t rn) {
       rio_put_u64(&w, pt->io.total);
       to_client(pt->c, g->type, pt->id, b, sizeof b);
     } else {
-      /* The part's pieces in its own order; stop at the first the end of file cut. */
-      uint8_t *b = malloc(RIO_STATUS + 8 + pt->io.total);
-      uint64_t got = 0;
-      if (b) {
-        /* pieces are sorted by offset; walk the part's segments in order via part_pos */
-        for (uint64_t pos = 0;;) {
-          piece *hit = NULL;
-          for (uint32_t s = 0; s < g->npieces; s++)
-            if (g->pieces[s].part == i && g->pieces[s].part_pos == pos && g->pieces[s].len) hit = &g->pieces[s];
-          if (!hit) break;
-          uint64_t avail = done > hit->merged_pos ? done - hit->merged_pos : 0;
-          uint64_t m = avail < hit->len ? avail : hit->len;
-          memcpy(b + RIO_STATUS + 8 + got, rest + 8 + hit->merged_pos, m);
-          got += m;
-          pos += hit->len;
-          if (m < hit->len) break;
-        }
-        rio_wr w = rio_wr_init(b, RIO_STATUS + 8);
-        rio_put_status(&w, RIO_OK);
-        rio_put_u64(&w, got);
-        to_client(pt->c, g->type, pt->id, b, RIO_STATUS + 8 + got);
-        free(b);
-      } else {
-        srv_reply_error(pt->c, pt->id, RIO_ENOMEM, "forwarder: out of memory");
-      }
+      uint32_t end = at;
+      while (end < g->npieces && g->pieces[end].part == i) end++;
+      read_part_reply(pt, g->pieces + at, end - at, rest + 8, done);
+      at = end;
     }
     srv_conn_release(pt->c, pt->n);
   }
@@ -405,17 +423,20 @@ static void group_reply(group *g, int status, const uint8_t *rest, size_t rn) {
 static void group_add(srv_conn *c, uint64_t id, uint8_t *body, size_t n, size_t hb, const rio_io_req *io, unsigned type) {
   pthread_mutex_lock(&g_mu);
   group *g = groups;
+  n_tagged++;
   while (g && !(g->coll_id == io->coll_id && g->type == type)) g = g->next;
-  if (!g && (g = calloc(1, sizeof *g)) != NULL && (g->parts = calloc(io->coll_n, sizeof *g->parts)) == NULL) {
-    free(g);
-    g = NULL;
-  }
-  if (g && !g->want) {
-    g->coll_id = io->coll_id, g->type = type, g->want = io->coll_n, g->born = srv_now_ns();
+  if (!g && (g = calloc(1, sizeof *g)) != NULL) {
+    g->coll_id = io->coll_id, g->type = type, g->coll_n = g->want = io->coll_n;
     g->next = groups;
     groups = g;
   }
-  if (!g || g->want != io->coll_n) { /* no memory, or parts that disagree on coll_n: no merge */
+  if (g && g->have == 0) g->born = srv_now_ns(); /* the wait runs from the first part */
+  if (g && g->have == g->cap && g->coll_n == io->coll_n) { /* parts grow with what arrives, not with coll_n */
+    uint32_t cap = g->cap ? 2 * g->cap : 4;
+    part *np = realloc(g->parts, (cap < g->want ? cap : g->want) * sizeof *np);
+    if (np) g->parts = np, g->cap = cap < g->want ? cap : g->want;
+  }
+  if (!g || g->coll_n != io->coll_n || g->have == g->cap) { /* no memory, or parts that disagree: no merge */
     pthread_mutex_unlock(&g_mu);
     send_plain(c, id, type, body, n);
     free(body);
@@ -435,38 +456,79 @@ static void group_add(srv_conn *c, uint64_t id, uint8_t *body, size_t n, size_t 
   if (full) group_send(g);
 }
 
-/* Groups that waited too long go upstream part by part. */
-static void *timer_main(void *arg) {
-  (void)arg;
-  while (!__atomic_load_n(&up.stop, __ATOMIC_ACQUIRE)) {
-    usleep(20000);
-    uint64_t now = srv_now_ns();
-    pthread_mutex_lock(&g_mu);
-    group *late = NULL;
-    for (group **q = &groups; *q;) {
-      if (now - (*q)->born > GROUP_TIMEOUT_NS) {
-        group *g = *q;
-        *q = g->next;
-        g->next = late;
-        late = g;
-      } else {
-        q = &(*q)->next;
-      }
+/* Send the parts of g upstream one by one (the group keeps no part afterwards). */
+static void parts_plain(group *g, const char *why) {
+  srv_log(LOG_DEBUG, "forward: collective %llu %s incomplete (%u of %u parts) %s: sent part by part",
+          (unsigned long long)g->coll_id, g->type == RIO_T_WRITE ? "WRITE" : "READ", g->have, g->want, why);
+  __atomic_add_fetch(&n_late_parts, g->have, __ATOMIC_RELAXED);
+  for (uint32_t i = 0; i < g->have; i++) {
+    send_plain(g->parts[i].c, g->parts[i].id, g->type, g->parts[i].body, g->parts[i].n);
+    free(g->parts[i].body);
+    g->parts[i].body = NULL;
+  }
+  g->have = 0;
+}
+
+/* Detach the groups for which take(g, arg) holds (under g_mu) and send their parts one by one:
+ * a group whose client left, or one that waited too long. The latter stays behind as a ghost
+ * (keep) that expects only the parts still missing, so that late parts (a rank whose first
+ * request had to connect first, say) still merge among themselves; a ghost nobody joined
+ * within ten times the wait is dropped. */
+static void flush_groups(int (*take)(const group *g, const void *arg), const void *arg, int keep, const char *why) {
+  uint64_t now = srv_now_ns(), ghost_ns = 10ull * (uint64_t)srv->cfg.merge_wait_ms * 1000000ull;
+  pthread_mutex_lock(&g_mu);
+  group *late = NULL;
+  for (group **q = &groups; *q;) {
+    group *g = *q;
+    if (keep && g->have == 0 && now - g->born > ghost_ns) { /* an expired ghost */
+      *q = g->next;
+      group_free(g);
+    } else if (g->have > 0 && take(g, arg)) {
+      *q = g->next;
+      g->next = late;
+      late = g;
+    } else {
+      q = &g->next;
     }
-    pthread_mutex_unlock(&g_mu);
-    while (late) {
-      group *g = late;
-      late = g->next;
-      srv_log(LOG_DEBUG, "forward: collective %llu incomplete (%u of %u) after 500 ms: sent part by part",
-              (unsigned long long)g->coll_id, g->have, g->want);
-      for (uint32_t i = 0; i < g->have; i++) {
-        send_plain(g->parts[i].c, g->parts[i].id, g->type, g->parts[i].body, g->parts[i].n);
-        free(g->parts[i].body);
-        g->parts[i].body = NULL;
-      }
-      g->have = 0;
+  }
+  pthread_mutex_unlock(&g_mu);
+  while (late) {
+    group *g = late;
+    late = g->next;
+    uint32_t sent = g->have;
+    parts_plain(g, why);
+    if (keep && g->want > sent) {
+      pthread_mutex_lock(&g_mu); /* the parts sent are no longer expected */
+      g->want -= sent, g->born = srv_now_ns();
+      g->next = groups;
+      groups = g;
+      pthread_mutex_unlock(&g_mu);
+    } else {
       group_free(g);
     }
+  }
+}
+
+static int too_old(const group *g, const void *now) {
+  return *(const uint64_t *)now - g->born > (uint64_t)srv->cfg.merge_wait_ms * 1000000ull;
+}
+
+static int has_part_of(const group *g, const void *c) {
+  for (uint32_t i = 0; i < g->have; i++)
+    if (g->parts[i].c == c) return 1;
+  return 0;
+}
+
+/* Groups that waited longer than --merge-wait go upstream part by part: the wait for the
+ * other parts of a collective access is bounded (the parts a client may never send, say,
+ * when the ranks sent different numbers of requests). */
+static void *timer_main(void *arg) {
+  (void)arg;
+  unsigned tick_us = srv->cfg.merge_wait_ms >= 80 ? 20000 : srv->cfg.merge_wait_ms >= 4 ? srv->cfg.merge_wait_ms * 250 : 1000;
+  while (!__atomic_load_n(&up.stop, __ATOMIC_ACQUIRE)) {
+    usleep(tick_us);
+    uint64_t now = srv_now_ns();
+    flush_groups(too_old, &now, 1, "after --merge-wait");
   }
   return NULL;
 }
@@ -547,6 +609,9 @@ int srv_forward_start(void) {
 }
 
 void srv_forward_stop(void) {
+  srv_log(LOG_INFO, "forward: %llu tagged requests: %llu merged into %llu, %llu sent part by part",
+          (unsigned long long)n_tagged, (unsigned long long)n_merged_parts, (unsigned long long)n_merged_groups,
+          (unsigned long long)n_late_parts);
   __atomic_store_n(&up.stop, 1, __ATOMIC_RELEASE);
   shutdown(up.fd, SHUT_RDWR);
   pthread_join(up.reader, NULL);
@@ -642,6 +707,7 @@ int srv_forward_request(srv_conn *c, const rio_hdr *h, uint8_t *body, size_t n) 
 void srv_forward_end(srv_conn *c) {
   fwd_conn *f = c->fwd;
   if (!f) return;
+  flush_groups(has_part_of, c, 0, "(a client left)"); /* the others need not wait for its parts */
   pthread_mutex_lock(&c->mu);
   uint32_t n = f->n;
   uint64_t *hs = n ? malloc(n * sizeof *hs) : NULL;

@@ -43,6 +43,8 @@ static void usage(FILE *f) {
           "  --max-conns N         simultaneous connections (default 256)\n"
           "  --forward-to H:P      run as a forwarder to the server at H:P (same secret), merging the\n"
           "                        READ/WRITE requests of one collective operation (no --root)\n"
+          "  --merge-wait MS       forwarder: how long the parts of a collective operation wait for\n"
+          "                        the others before they go on one by one (default 50, 0..60000)\n"
           "  --tls-cert F, --tls-key F  TLS (1.2+) with this certificate chain and key (PEM)\n"
           "  --emulate SPEC        emulated link and storage: net_latency=100ms,net_bw=20MB/s,\n"
           "                        disk_bw=50MB/s,cache=none|os (docs/remote.md)\n"
@@ -85,16 +87,18 @@ static uint64_t parse_size(const char *opt, const char *v) {
 
 static void parse_args(int argc, char **argv, srv_config *cfg) {
   enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_FWD, O_CERT, O_KEY,
-         O_TRACE, O_HELP, O_VERSION };
+         O_TRACE, O_MERGE, O_HELP, O_VERSION };
   static const struct option opts[] = {
       {"root", 1, 0, O_ROOT},          {"listen", 1, 0, O_LISTEN},   {"secret-file", 1, 0, O_SECRET},
       {"threads", 1, 0, O_THREADS},    {"max-request", 1, 0, O_MAXREQ}, {"idle-timeout", 1, 0, O_IDLE},
       {"log-level", 1, 0, O_LOG},      {"max-conns", 1, 0, O_CONNS}, {"emulate", 1, 0, O_EMU},
       {"forward-to", 1, 0, O_FWD},     {"tls-cert", 1, 0, O_CERT},   {"tls-key", 1, 0, O_KEY},
-      {"trace", 1, 0, O_TRACE},     {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
+      {"trace", 1, 0, O_TRACE},        {"merge-wait", 1, 0, O_MERGE},
+          {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
   cfg->threads = 4;
   cfg->max_request = RIO_DEFAULT_MAX_REQUEST;
   cfg->max_conns = 256;
+  cfg->merge_wait_ms = 50;
   opterr = 0;
   for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
     char why[160];
@@ -109,6 +113,7 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
     case O_THREADS: cfg->threads = (int)parse_int("--threads", optarg, 1, 256); break;
     case O_MAXREQ: cfg->max_request = parse_size("--max-request", optarg); break;
     case O_IDLE: cfg->idle_timeout = (int)parse_int("--idle-timeout", optarg, 0, 86400 * 365); break;
+    case O_MERGE: cfg->merge_wait_ms = (int)parse_int("--merge-wait", optarg, 0, 60000); break;
     case O_CONNS: cfg->max_conns = (int)parse_int("--max-conns", optarg, 1, 65536); break;
     case O_LOG:
       if ((srv_log_level = srv_log_parse(optarg)) < 0) die_arg("--log-level", "expected error, warn, info or debug", optarg);

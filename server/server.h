@@ -31,6 +31,7 @@ typedef struct srv_config {
   uint64_t max_request;
   uint32_t max_segments;
   int idle_timeout;   /* seconds, 0 = none */
+  int merge_wait_ms;  /* forwarder: how long the parts of a collective access wait for the rest */
   int max_conns;      /* authenticated + unauthenticated */
   int max_unauth;     /* connections still authenticating */
   srv_emulate emu;

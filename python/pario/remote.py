@@ -13,8 +13,11 @@ Experiments (each skipped, with the reason, when a tool is missing):
   vec32   32-byte segments read in one request per window: pario (noncontiguous view), XRootD
           (vector read) (segments/s)
   btio    BTIO over an emulated WAN link (server --emulate): staging (local write + copy over
-          the link) against remote blocking and nonblocking writes; original (independent)
-          and optimised (collective buffering) variants (the seed's Table 1)
+          the link) against remote blocking and nonblocking writes; original (independent
+          subarray writes), optimised (the seed's: the field gathered, each rank writes one
+          contiguous block) and aggregated (pario's collective buffering) variants, N = 64 and
+          k compute steps per checkpoint as long as one checkpoint takes over the link (the
+          seed's Table 1)
   scale   transfer rate against clients (1, 2, 4) and servers (1, 2), blocking and
           nonblocking, with and without a forwarder (the seed's Figures 3 and 4)
 """
@@ -63,7 +66,9 @@ class Sizes:
         # run is not dominated by start-up; quick sizes only check that everything works.
         if quick:
             return Sizes(64 << 20, 512, 4096, 16, 10, 16 << 20)
-        return Sizes(1 << 30, 8192, 65536, 32, 20, 256 << 20)
+        # BTIO at the seed's N = 64: a checkpoint of 10.5 MB takes 0.5 s over the 20 MB/s link,
+        # so the 0.2 s round trip is not everything
+        return Sizes(1 << 30, 8192, 65536, 64, 20, 256 << 20)
 
 
 # ---- processes -----------------------------------------------------------------------------
@@ -486,14 +491,19 @@ class Sweep:
         url = f"x-rio://{srv.address}/d"
         stage = os.path.join(self.work, "stage")
         os.makedirs(stage, exist_ok=True)
-        # compute per iteration about the time one checkpoint takes over the link, as in the seed
-        field_bytes = n ** 3 * 5 * 8
-        cost = max(0.01, field_bytes / 20e6 / 5)
+        # the k compute steps between two checkpoints last as long as one checkpoint takes over
+        # the 20 MB/s link (wall time: on this loaded machine calibrated units came out at a
+        # quarter to a half of it): the link is the bottleneck, and what overlap can hide
+        field_bytes, every = n ** 3 * 5 * 8, 5
+        cost = max(0.01, field_bytes / 20e6 / every)
+        variants = (("original", ["-H", "romio_cb_write=disable"]), ("optimised", ["--gather"]),
+                    ("aggregated", ["-H", "romio_cb_write=enable"]))
         for run in range(self.repeat):
             self.say(f"btio: run {run + 1}/{self.repeat}")
-            for variant, hint in (("original", "romio_cb_write=disable"), ("optimised", "romio_cb_write=enable")):
+            for variant, extra in variants:
                 rows = self.bench.run(4, ["btio", "--dir", url, "--stage-dir", stage, "-n", str(n), "-i", str(iters),
-                                          "-k", "5", "--compute-cost", f"{cost:.4f}", "-H", hint], self.work)
+                                          "-k", str(every), "--compute-cost", f"{cost:.4f}", "--compute-wall"] + extra,
+                                     self.work)
                 for r in rows:
                     self.add(Record("btio", f"{r['test']}-{variant}", "total_s", r["metrics"]["total_s"], "s", run,
                                     {"n": n, "iterations": iters, "compute_cost": cost}))
@@ -519,6 +529,48 @@ class Sweep:
                                             r["metrics"]["mb_per_s"], "MB/s", run,
                                             {"clients": clients, "servers": servers}))
                     self.stop_all()
+            if forward:
+                self.scale_collective(run, emulate, nbytes)
+
+    def scale_collective(self, run: int, emulate: List[str], nbytes: int) -> None:
+        """What a forwarder buys (seed 004, sec. 3): 4 ranks write one shared file, one
+        write_at_all of a 64 KiB block per rank per call, rank-interleaved, each rank sending
+        its own block (romio_cb_write=disable); direct, the server gets 4 requests per call,
+        through a forwarder one merged request. Recorded: bandwidth, and the WRITE requests the
+        server handled (from its log at exit) per second of the run."""
+        for via in ("direct", "forwarder"):
+            back = self.server(f"coll{run}-{via}", emulate)
+            front = back if via == "direct" else self.server(f"collfwd{run}", ["--forward-to", back.address])
+            self.say(f"scale: run {run + 1}/{self.repeat}, collective writes of 4 clients {via}")
+            rows = self.bench.run(4, ["remote", "--servers", f"x-rio://{front.address}/d", "-s", str(nbytes // 4),
+                                      "-b", "64K", "--mode", "collective", "--op", "write", "-r", "1", "--no-verify",
+                                      "-H", "romio_cb_write=disable"], self.work)
+            self.stop_all()
+            writes = _served_writes(back.log_copy or back.log)
+            for r in rows:
+                secs = r["metrics"]["seconds"]
+                params = {"clients": 4, "servers": 1}
+                self.add(Record("scale", f"pario-collective-write-{via}", "mb_per_s", r["metrics"]["mb_per_s"], "MB/s",
+                                run, params))
+                if writes is not None and secs > 0:
+                    self.add(Record("scale", f"server-writes-collective-{via}", "requests", writes, "req", run, params))
+                    self.add(Record("scale", f"server-write-rate-collective-{via}", "requests_per_s", writes / secs,
+                                    "req/s", run, params))
+
+
+def _served_writes(log: str) -> Optional[int]:
+    """The WRITE requests a pario-server handled, from the line it logs at exit."""
+    try:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            lines = [ln for ln in f if "served " in ln and " WRITE " in ln]
+    except OSError:
+        return None
+    if not lines:
+        return None
+    try:
+        return int(lines[-1].split(" WRITE ")[1].split(",")[0].split(")")[0])
+    except (IndexError, ValueError):
+        return None
 
 
 def _has_xrootd_python() -> bool:
@@ -568,10 +620,16 @@ def verdicts(rows: Sequence[dict]) -> List[Tuple[str, Optional[float], str]]:
     out.append(("4 KiB pipelined: pario / XRootD", piped / xp if piped and xp else None, "> 1"))
     pv, xv = _median_of(rows, "vec32", "pario"), _median_of(rows, "vec32", "xrootd-vector-read")
     out.append(("32 B segments/s: pario / XRootD vector read", pv / xv if pv and xv else None, "> 1"))
-    for variant in ("original", "optimised"):
+    for variant in ("original", "optimised", "aggregated"):
         st, nb = _median_of(rows, "btio", f"stage-{variant}"), _median_of(rows, "btio", f"nonblocking-{variant}")
-        out.append((f"BTIO {variant}: time saved by remote nonblocking vs staging",
-                    1 - nb / st if st and nb else None, ">= 0.20 (aim 0.40)"))
+        # the seed's "improvement" (Table 1): staging time / remote nonblocking time - 1
+        out.append((f"BTIO {variant}: remote nonblocking faster than staging by",
+                    st / nb - 1 if st and nb else None, ">= 0.20 (aim 0.40; the seed's best 0.21)"))
+    coll = {r["system"]: r["median"] for r in rows
+            if r["experiment"] == "scale" and r["system"].startswith("server-writes-collective-")}
+    d, f = coll.get("server-writes-collective-direct"), coll.get("server-writes-collective-forwarder")
+    out.append(("collective writes, 4 clients: WRITE requests at the server, direct / via a forwarder",
+                d / f if d and f else None, "> 1 (at most 4: one merged request per call)"))
     return out
 
 

@@ -59,7 +59,7 @@ def _scale(rows: Sequence[dict], out: str) -> str:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    sel = [r for r in rows if r["experiment"] == "scale"]
+    sel = [r for r in rows if r["experiment"] == "scale" and r.get("unit") == "MB/s"]
     if not sel:
         return ""
     servers = sorted({r["params"]["servers"] for r in sel})

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Seed inputs for fuzz_rio: one well-formed session per file (first byte 1: the connection
-starts authenticated), covering every request type, so the fuzzer starts from valid frames.
+"""Seed inputs for fuzz_rio: one well-formed session per file (first byte: bit 0, the
+connection starts authenticated; bits 1-2, the mode: 0 the server, 1 the forwarder, 2 the
+--emulate parser), covering every request type, collective groups at the forwarder and
+emulation specs, so the fuzzer starts from valid input.
 usage: make-seeds.py DIR"""
 import os
 import struct
@@ -55,11 +57,42 @@ sessions = {
         (6, path("..")),
     ],
 }
+C = 7 << 16  # a collective access's tag (low 16 bits: the request's number)
+forwarder = {  # the stand-in upstream answers every OPEN with handle 1
+    "fwd-merge-write-read": [
+        (4, struct.pack("<II", 6, 0o644) + path("f")),
+        (12, io(1, [(0, 4), (8, 4)], b"aaaabbbb", (C, 2))),
+        (12, io(1, [(4, 4), (12, 4)], b"ccccdddd", (C, 2))),
+        (11, io(1, [(4, 4), (12, 4)], coll=(C + 1, 2))),
+        (11, io(1, [(0, 4), (262140, 8)], coll=(C + 1, 2))),
+        (10, struct.pack("<Q", 1)),
+        (5, struct.pack("<Q", 1)),
+    ],
+    "fwd-incomplete-overlap": [
+        (4, struct.pack("<II", 6, 0o644) + path("g")),
+        (12, io(1, [(0, 8)], b"12345678", (C, 3))),
+        (12, io(1, [(4, 8)], b"abcdefgh", (C, 3))),
+        (12, io(1, [(100, 1)], b"x", (C, 2))),
+        (11, io(1, [(0, 2), (2, 2)], coll=(C + 2, 2))),
+        (7, struct.pack("<Q", 1)),
+        (13, struct.pack("<QIIQQ", 1, 2, 0, 0, 10)),
+        (14, struct.pack("<QQIIq", 1, 5, 1, 0, 3)),
+        (6, path("g")),
+    ],
+}
+emulate = ["net_latency=100ms,net_bw=20MB/s", "disk_bw=50MiB/s,cache=none", "net_latency=500us,cache=os",
+           "net_bw=1e3GB/s,net_latency=2s", "net_bw=1e30GB/s", "net_latency=nans"]  # the last two: past findings
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 for name, reqs in sessions.items():
     with open(os.path.join(out, name), "wb") as f:
         f.write(b"\x01" + b"".join(frame(t, b, i + 1) for i, (t, b) in enumerate(reqs)))
+for name, reqs in forwarder.items():
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(b"\x03" + b"".join(frame(t, b, i + 1) for i, (t, b) in enumerate(reqs)))
+for i, spec in enumerate(emulate):
+    with open(os.path.join(out, "emulate-%d" % i), "wb") as f:
+        f.write(b"\x04" + spec.encode())
 hello = struct.pack("<HHI", 1, 1, 0) + bytes(32)
 with open(os.path.join(out, "hello-auth"), "wb") as f:
     f.write(b"\x00" + frame(1, hello, 1) + frame(2, bytes(32), 2))

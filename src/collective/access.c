@@ -9,6 +9,21 @@
 
 #include <fcntl.h>
 
+/* The tag of part k of the current call: the same on every rank (every rank counts the same
+ * collective calls of the context), different for every call, part and file open (uid), with
+ * its low 16 bits free for the request's number (driver/driver.h). */
+void coll_tag(const pario_coll_ctx *c, long long k, int n) {
+  if (!c->f->drv->remote || n < 2) return;
+  uint64_t x = c->f->uid ^ ((uint64_t)c->nb << 63) ^ c->calls * 0x9E3779B97F4A7C15ull ^
+               (uint64_t)(k + 1) * 0xD6E8FEB86659FD93ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull; /* splitmix64's finaliser */
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x = (x ^ (x >> 31)) & ~(uint64_t)PARIO_COLL_SEQ_MAX;
+  pario_drv_coll_now = (pario_drv_coll){x ? x : PARIO_COLL_SEQ_MAX + 1ull, (uint32_t)n, 0};
+}
+
+void coll_untag(void) { pario_drv_coll_now = (pario_drv_coll){0, 0, 0}; }
+
 /* Every rank on its own: the independent path (with data sieving). lock_writes: some rank
  * sieves, so every write holds byte-range locks. */
 static int independently(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
@@ -58,7 +73,7 @@ static int prepare(pario_coll_ctx *c, coll_call *x) {
   coll_span(c->info, c->np, &lo, &hi);
   x->plan = (coll_plan){.naggr = c->naggr, .bound = c->bound,
                         .align = coll_plan_align(f->hints.striping_unit, f->hints.cb_block_size),
-                        .cb = coll_window_size(f->hints.cb_buffer_size)};
+                        .cb = coll_window_size(f->hints.cb_buffer_size, f->drv->remote)};
   coll_plan_make(&x->plan, lo, hi);
   x->me_aggr = -1;
   for (int i = 0; i < c->naggr; i++)
@@ -101,6 +116,7 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
   *bytes = 0;
   MPI_Offset want = 0; /* bytes of the view's data stream, in the file's representation */
   const pario_ext32_map *xm = NULL;
+  c->calls++; /* every rank, every call, before any branch: the tags of a call agree */
   if (pario_typemap_get(type, &tm) != MPI_SUCCESS ||
       pario_rep_data_size(s->view, type, tm, count, &want, op, f->filename) != MPI_SUCCESS)
     count = 0, tm = NULL, want = 0;
@@ -134,9 +150,12 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
   PARIO_TRACE_INSTANT(PARIO_TC_COLL, "decide", "why", coll_why_name(c->why), PARIO_TA("file", f->uid),
                       PARIO_TA("aggregate", coll_why_aggregates(c->why)), PARIO_TA("np", c->np));
   if (!coll_why_aggregates(c->why)) {
-    int sieving = 0; /* some rank rewrites windows around others' data: every write locks */
-    for (int r = 0; r < c->np; r++) sieving |= c->info[r].sieves != 0;
-    return independently(f, s, op, rw, pos, buf, count, type, tm, bytes, sieving);
+    int sieving = 0, senders = 0; /* some rank rewrites windows around others' data: every write locks */
+    for (int r = 0; r < c->np; r++) sieving |= c->info[r].sieves != 0, senders += c->info[r].n > 0;
+    coll_tag(c, -1, senders); /* the ranks' requests are one collective access for a forwarder */
+    int rc = independently(f, s, op, rw, pos, buf, count, type, tm, bytes, sieving);
+    coll_untag();
+    return rc;
   }
   coll_call x = {.op = op, .rw = rw, .view = s->view, .pos = pos, .n = n, .buf = buf, .tm = tm,
                  .type = type, .count = count,

@@ -21,8 +21,13 @@
  * agreement is needed after a read. */
 enum { TAG = 7, TAG_ERR = 1000 };
 /* The window is handled in chunks small enough to stay in the CPU cache while they are read,
- * filled and written. */
+ * filled and written; on remote storage in one piece, as each storage access is a network
+ * round trip (the driver pipelines a large access in requests of its own). */
 enum { CHUNK = 512 << 10 };
+
+static MPI_Offset chunk_size(const pario_coll_ctx *c, const coll_call *x) {
+  return c->f->drv->remote ? PARIO_MAX(x->plan.cb, (MPI_Offset)CHUNK) : CHUNK;
+}
 
 /* Rank r's data in file window [lo, hi): data positions [*s, *e). Both sides of a message
  * compute it with this function, from the same numbers. */
@@ -73,7 +78,7 @@ int coll_buffers(pario_coll_ctx *c, const coll_call *x) {
   if (!coll_grow(c, COLL_SITE_PACK, &c->pack, &c->pkcap, pack))
     return pario_err(MPI_ERR_NO_MEM, x->op, f, 0, "out of memory for %zu bytes of packed data", pack);
   if (!coll_grow(c, COLL_SITE_STAGE, &c->stage, &c->stcap, stage) ||
-      (x->me_aggr >= 0 && !coll_grow(c, COLL_SITE_STAGE, &c->cbuf, &c->cbcap, CHUNK)))
+      (x->me_aggr >= 0 && !coll_grow(c, COLL_SITE_STAGE, &c->cbuf, &c->cbcap, (size_t)chunk_size(c, x))))
     return pario_err(MPI_ERR_NO_MEM, x->op, f, 0, "out of memory for %zu staged bytes", stage);
   return MPI_SUCCESS;
 }
@@ -327,8 +332,9 @@ static int one_chunk(pario_coll_ctx *c, const coll_call *x, int npc, MPI_Offset 
 static int window_io(pario_coll_ctx *c, const coll_call *x, int npc, MPI_Offset from, MPI_Offset to) {
   int rc = MPI_SUCCESS;
   for (int i = 0; i < npc; i++) c->cur[i] = (coll_cursor){c->aggr_pc[i].iv0, 0, c->aggr_pc[i].ptr};
-  for (MPI_Offset cs = from; cs < to && rc == MPI_SUCCESS; cs += CHUNK)
-    rc = one_chunk(c, x, npc, cs, PARIO_MIN(cs + CHUNK, to));
+  MPI_Offset chunk = chunk_size(c, x);
+  for (MPI_Offset cs = from; cs < to && rc == MPI_SUCCESS; cs += chunk)
+    rc = one_chunk(c, x, npc, cs, PARIO_MIN(cs + chunk, to));
   return rc;
 }
 
@@ -409,6 +415,22 @@ static void trace_round(const pario_coll_ctx *c, const coll_call *x, MPI_Offset 
                    PARIO_TA("lo", lo), PARIO_TA("hi", hi), PARIO_TA("sent", sent), PARIO_TA("recv", recv));
 }
 
+/* Aggregators with data in their window of round k: the ranks whose storage accesses form
+ * the round's collective access (only remote storage is tagged, so only it pays for this). */
+static int round_senders(const pario_coll_ctx *c, const coll_call *x, MPI_Offset k) {
+  int n = 0;
+  for (int i = 0; i < c->naggr && c->f->drv->remote; i++) {
+    MPI_Offset lo, hi, s, e;
+    coll_plan_window(&x->plan, i, k, &lo, &hi);
+    for (int r = 0; lo < hi && r < c->np; r++)
+      if (piece_in(c, x, r, lo, hi, &s, &e)) {
+        n++;
+        break;
+      }
+  }
+  return n;
+}
+
 int coll_rounds(pario_coll_ctx *c, const coll_call *x) {
   int rc = MPI_SUCCESS;
   /* A rank with no data and no domain has nothing to do in any round. */
@@ -420,7 +442,12 @@ int coll_rounds(pario_coll_ctx *c, const coll_call *x) {
     MPI_Offset lo = 0, hi = 0;
     if (x->me_aggr >= 0) {
       coll_plan_window(&x->plan, x->me_aggr, k, &lo, &hi);
+      /* Within a round an aggregator's storage accesses wait for nobody else's (its data
+       * arrived before the first), so a forwarder may hold them until every aggregator's
+       * access of the same number is there; across rounds they would. */
+      coll_tag(c, k, lo < hi ? round_senders(c, x, k) : 0);
       int e = lo < hi ? aggregate_window(c, x, lo, hi, &rd) : MPI_SUCCESS;
+      coll_untag();
       if (rc == MPI_SUCCESS) rc = e;
     }
     int e = finish_round(c, x, &rd);

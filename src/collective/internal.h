@@ -50,6 +50,8 @@ struct pario_coll_ctx {
   int nnodes, *node_of, *rank_in_node;
   int *aggr, naggr, aggr_for;
   coll_why why; /* the last call's decision */
+  int nb;                   /* the nonblocking context (1) or the blocking one (0) */
+  unsigned long long calls; /* collective calls made on it: the same count on every rank */
   /* Scratch sized by the rank count, allocated with the context so that no step between
    * collective calls needs memory it might not get. */
   struct coll_info *info;      /* np: every rank's access in this call */
@@ -102,5 +104,10 @@ static inline const pario_view *coll_view_of(const pario_coll_ctx *c, const coll
  * readers in the data message's tag. */
 int coll_buffers(pario_coll_ctx *c, const coll_call *x);
 int coll_rounds(pario_coll_ctx *c, const coll_call *x);
+
+/* access.c: tag this thread's file accesses as part k of the current collective call, made by
+ * n ranks (driver/driver.h, pario_drv_coll_now), for drivers of remote storage; untag after. */
+void coll_tag(const pario_coll_ctx *c, long long k, int n);
+void coll_untag(void);
 
 #endif

@@ -130,7 +130,7 @@ pario_coll_ctx *pario_coll_ctx_get(pario_file *f, int nb) {
   /* Every rank gets here at the same call, so the contexts are the same on every rank. */
   if (!st && (st = calloc(1, sizeof *st))) pario_layer_set_state(f, PARIO_SLOT_COLL, st);
   pario_coll_ctx *c = ctx_create(f, st != NULL);
-  if (c) st->ctx[nb] = c;
+  if (c) st->ctx[nb] = c, c->nb = nb;
   return c;
 }
 

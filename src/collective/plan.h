@@ -61,7 +61,8 @@ int coll_node_map(int np, const int *lead, int *node_of, int *rank_in_node);
 int coll_aggregators(int k, int np, int nnodes, const int *node_of, const int *rank_in_node, int *aggr);
 
 /* Largest window: bigger rounds only push the staged data out of the CPU cache, while
- * cb_buffer_size still bounds the memory an aggregator stages. */
+ * cb_buffer_size still bounds the memory an aggregator stages. Remote storage takes the whole
+ * cb_buffer_size: there a round costs a network round trip, which outweighs the cache. */
 enum { COLL_WINDOW_MAX = 4 << 20, COLL_CB_DEFAULT = 16 << 20 };
 
 typedef struct coll_plan {
@@ -74,8 +75,8 @@ typedef struct coll_plan {
 
 /* The alignment unit: striping_unit, else cb_block_size, else 1 (0 means not given). */
 MPI_Offset coll_plan_align(long long striping_unit, long long cb_block_size);
-/* Window size for cb_buffer_size (0: not given). */
-MPI_Offset coll_window_size(long long cb_buffer_size);
+/* Window size for cb_buffer_size (0: not given), on remote storage or not. */
+MPI_Offset coll_window_size(long long cb_buffer_size, int remote);
 /* The file span [*lo, *hi) the ranks access; *lo >= *hi when nobody accesses anything. */
 void coll_span(const struct coll_info *info, int np, MPI_Offset *lo, MPI_Offset *hi);
 /* Cut [lo, hi) into p->naggr domains of equal size, inner boundaries moved down to multiples

@@ -66,9 +66,9 @@ static void apply(pario_hints *h, const char *k, const char *v) {
   else if (!strcmp(k, "romio_cb_write")) parse_tristate(v, &h->romio_cb_write);
   else if (!strcmp(k, "romio_ds_read")) parse_tristate(v, &h->romio_ds_read);
   else if (!strcmp(k, "romio_ds_write")) parse_tristate(v, &h->romio_ds_write);
-  else if (!strcmp(k, "ind_rd_buffer_size")) { if (parse_size(v, &x) && x > 0) h->ind_rd_buffer_size = x; }
+  else if (!strcmp(k, "ind_rd_buffer_size")) { if (parse_size(v, &x) && x > 0) h->ind_rd_buffer_size = x, h->ind_given |= 1; }
   else if (!strcmp(k, "pario_read_max_gap")) { if (parse_size(v, &x)) h->read_max_gap = x; }
-  else if (!strcmp(k, "ind_wr_buffer_size")) { if (parse_size(v, &x) && x > 0) h->ind_wr_buffer_size = x; }
+  else if (!strcmp(k, "ind_wr_buffer_size")) { if (parse_size(v, &x) && x > 0) h->ind_wr_buffer_size = x, h->ind_given |= 2; }
   else if (!strcmp(k, "striping_unit")) { if (parse_size(v, &x) && x > 0) h->striping_unit = x; }
   else if (!strcmp(k, "striping_factor")) { if (parse_size(v, &x) && x > 0 && x < 1 << 30) h->striping_factor = (int)x; }
   else if (!strcmp(k, "cb_block_size")) { if (parse_size(v, &x) && x > 0) h->cb_block_size = x; }

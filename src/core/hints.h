@@ -20,6 +20,7 @@ typedef struct pario_hints {
   long long ind_rd_buffer_size, ind_wr_buffer_size;
   long long read_max_gap;  /* pario_read_max_gap: the widest hole a sieving or aggregated
                               read reads through to join two pieces in one read */
+  int ind_given;           /* 1: ind_rd_buffer_size, 2: ind_wr_buffer_size came from the user */
   long long striping_unit; /* 0 = not given */
   int striping_factor;     /* 0 = not given */
   long long cb_block_size; /* 0 = not given */

@@ -72,7 +72,8 @@ void pario_snap_drop(pario_snap *s) {
 }
 
 /* cb_nodes within the rank count (default one aggregator per node), the collective buffer
- * small enough for one message per window, the driver's default pario_io_threads, and write
+ * small enough for one message per window, the driver's default pario_io_threads and list
+ * window (ind_rd/wr_buffer_size where the user gave none), and write
  * sieving off where its read-modify-write cannot be made safe: it needs byte-range locks and
  * read access. */
 void pario_hints_settle(pario_file *f) {
@@ -81,6 +82,10 @@ void pario_hints_settle(pario_file *f) {
   if (h->cb_nodes > f->nprocs) h->cb_nodes = f->nprocs;
   if (h->cb_buffer_size > (1LL << 30)) h->cb_buffer_size = 1LL << 30;
   if (!h->io_threads_given && f->drv->io_threads > 0) h->io_threads = f->drv->io_threads; /* remote storage */
+  if (f->drv->list_window > 0) { /* remote storage: a list request per window, so large windows */
+    if (!(h->ind_given & 1)) h->ind_rd_buffer_size = f->drv->list_window;
+    if (!(h->ind_given & 2)) h->ind_wr_buffer_size = f->drv->list_window;
+  }
   if (h->romio_ds_write != PARIO_DISABLE && !(f->amode & MPI_MODE_RDONLY)) {
     if (f->locks_work == 0)
       f->locks_work = f->drv->lock_probe && f->drv->lock_probe(f->dh, PARIO_LOCK_WRITE) == 0 ? 1 : -1;

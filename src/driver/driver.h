@@ -53,6 +53,8 @@ typedef struct pario_driver {
   const char *hint_prefix; /* hints handed to open_ex / unlink_ex ("pario_rio_") */
   int io_threads;          /* default pario_io_threads of its files (0: core's): how many
                               nonblocking operations of a file the engine keeps in flight */
+  long long list_window;   /* default ind_rd/wr_buffer_size of its files (0: core's): the data
+                              bytes of one preadl/pwritel, so one request, of an access */
   /* Used instead of open / unlink when set. */
   int (*open_ex)(const char *path, int flags, unsigned perm, const pario_drv_args *a, void **handle);
   int (*unlink_ex)(const char *path, const pario_drv_args *a);
@@ -74,6 +76,31 @@ typedef struct pario_driver {
   int (*submit)(void *handle, int rw, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt,
                 void (*done)(void *arg, int err, size_t bytes), void *arg);
 } pario_driver;
+
+/* The collective access a transfer belongs to, on the calling thread: the collective layer
+ * sets it around its file accesses (a thread-local here, because a lower layer may not call an
+ * upper one), a remote driver tags its requests with it so that a forwarder can merge the parts
+ * of one collective access into one I/O (src/rio/PROTOCOL.md, coll_id). base has its low 16
+ * bits 0 and is the same on every rank for the same collective access; n is the number of
+ * ranks that send requests in it. The k-th request a rank sends under it (k counted in seq)
+ * carries coll_id base + k, so the k-th requests of the n ranks form one group. */
+typedef struct pario_drv_coll {
+  uint64_t base;
+  uint32_t n, seq;
+} pario_drv_coll;
+extern _Thread_local pario_drv_coll pario_drv_coll_now;
+
+enum { PARIO_COLL_SEQ_MAX = 0xffff };
+
+/* The tag of the next request sent under the current collective access (*id 0: none, an
+ * independent request), as the io header of the rio protocol takes it. */
+static inline void pario_drv_coll_next(uint64_t *id, uint32_t *n) {
+  pario_drv_coll *c = &pario_drv_coll_now;
+  *id = 0, *n = 0;
+  if (!c->base || c->n < 2 || c->seq >= PARIO_COLL_SEQ_MAX) return;
+  *id = c->base | c->seq++;
+  *n = c->n;
+}
 
 /* Advance an iovec array past n transferred bytes (the drivers' short-transfer loops). */
 static inline void pario_iov_advance(struct iovec **iov, int *cnt, size_t n) {

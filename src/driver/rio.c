@@ -1019,7 +1019,10 @@ static int plan_parts(const rio_conn *c, uint64_t sh, const pario_seg *segs, int
     p->body = malloc(p->blen);
     if (!p->body) { e = ENOMEM; break; }
     rio_wr w = rio_wr_init(p->body, p->blen);
-    rio_put_io_hdr(&w, sh, 0, 0, (uint32_t)k);
+    uint64_t coll_id;
+    uint32_t coll_n;
+    pario_drv_coll_next(&coll_id, &coll_n); /* a collective access's parts carry its tag */
+    rio_put_io_hdr(&w, sh, coll_id, coll_n, (uint32_t)k);
     int memcap = 0;
     for (int i = 0; i < k && !e; i++) { /* second pass: from (s, used_in_seg) to (t, u) */
       uint64_t take = s == t ? u - used_in_seg : (uint64_t)segs[s].len - used_in_seg;
@@ -1278,6 +1281,7 @@ const pario_driver pario_driver_rio = {
     .hint_prefix = "pario_rio_",
     .io_threads = 16, /* nonblocking collectives of a file the engine's workers run at once (the
                          others are submitted); seed 004 allowed 64 */
+    .list_window = 16 << 20, /* a request per 16 MiB of an access: one round trip, not 32 */
     .open_ex = rio_open_ex,
     .unlink_ex = rio_unlink_ex,
     .preadl = rio_preadl,

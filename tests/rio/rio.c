@@ -13,6 +13,10 @@
  *                  writes still in flight
  *   gen NAME       a fixed mix of contiguous, noncontiguous, collective, nonblocking and
  *                  shared-pointer writes, for comparing a server's file with a local one
+ *   collw NAME HOW a collective strided write (CALLS calls of STRIDES 1 KiB pieces per rank,
+ *                  rank-interleaved), read back with read_all; HOW indep (romio_cb_write
+ *                  disable: each rank writes its window) or twophase (cb_nodes = ranks); rank 0
+ *                  prints the WRITE requests the ranks sent (forward.sh: merged by a forwarder)
  *   fault URL DIR  collective writes until the server (stopped or killed by fault.sh) fails
  *                  them: every rank gets MPI_ERR_IO naming the file; after DIR/restarted
  *                  appears, a new open works
@@ -302,6 +306,58 @@ static void gen(const char *name) {
   MPI_Info_free(&info);
 }
 
+/* A collective strided write through a forwarder (forward.sh): every call, every rank writes
+ * STRIDES pieces of PIECE bytes, rank-interleaved, so the ranks' requests of one call join into
+ * one contiguous range; then read back collectively and checked. */
+enum { PIECE = 1024, STRIDES = 16, CALLS = 8 };
+
+static void collw(const char *name, const char *how) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  if (!strcmp(how, "indep")) {
+    MPI_Info_set(info, "romio_cb_write", "disable");
+    MPI_Info_set(info, "romio_cb_read", "disable");
+  } else {
+    char n[16];
+    snprintf(n, sizeof n, "%d", np);
+    MPI_Info_set(info, "romio_cb_write", "enable");
+    MPI_Info_set(info, "romio_cb_read", "enable");
+    MPI_Info_set(info, "cb_nodes", n);
+  }
+  MPI_File fh;
+  int rc = MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  CHECK(rc == MPI_SUCCESS, "open %s: %s", name, err_text(rc));
+  if (rc != MPI_SUCCESS) return;
+  MPI_Datatype v, ft; /* the pieces, tiled every STRIDES rounds of all ranks' pieces */
+  MPI_Type_vector(STRIDES, PIECE, PIECE * np, MPI_BYTE, &v);
+  MPI_Type_create_resized(v, 0, (MPI_Aint)PIECE * np * STRIDES, &ft);
+  MPI_Type_free(&v);
+  MPI_Type_commit(&ft);
+  MPI_File_set_view(fh, (MPI_Offset)rank * PIECE, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+  enum { N = PIECE * STRIDES };
+  unsigned char *w = malloc(N), *r = malloc(N);
+  long long before = requests(fh);
+  for (int k = 0; k < CALLS; k++) {
+    for (int i = 0; i < N; i++) w[i] = (unsigned char)(rank * 31 + k * 7 + i);
+    rc = MPI_File_write_at_all(fh, (MPI_Offset)k * N, w, N, MPI_BYTE, MPI_STATUS_IGNORE);
+    CHECK(rc == MPI_SUCCESS, "write_at_all %d: %s", k, err_text(rc));
+  }
+  long long mine = requests(fh) - before, all = 0;
+  MPI_Reduce(&mine, &all, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_File_sync(fh);
+  for (int k = 0; k < CALLS; k++) {
+    rc = MPI_File_read_at_all(fh, (MPI_Offset)k * N, r, N, MPI_BYTE, MPI_STATUS_IGNORE);
+    for (int i = 0; i < N; i++) w[i] = (unsigned char)(rank * 31 + k * 7 + i);
+    CHECK(rc == MPI_SUCCESS && !memcmp(r, w, N), "read_at_all %d back: %s", k, err_text(rc));
+  }
+  if (rank == 0) printf("collw %s: %d ranks x %d calls: %lld WRITE requests sent\n", how, np, CALLS, all);
+  rc = MPI_File_close(&fh);
+  CHECK(rc == MPI_SUCCESS, "close: %s", err_text(rc));
+  MPI_Type_free(&ft);
+  MPI_Info_free(&info);
+  free(w), free(r);
+}
+
 /* Requests cut at the server's limits (run against --max-request 1M): a 5 MiB contiguous
  * write and read, and a noncontiguous window of 4 MiB in 32 B pieces (131072 segments, over
  * both max_segments and max_request), each byte checked. */
@@ -574,6 +630,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "submit")) submit(argv[2], argc > 3 ? atoi(argv[3]) : 2000);
   else if (!strcmp(mode, "fault") && argc > 3) fault(argv[2], argv[3], 0);
   else if (!strcmp(mode, "fault_nb") && argc > 3) fault(argv[2], argv[3], 1);
-  else CHECK(0, "usage: rio basic|noncontig|hpio|lazy|gen|split|inflight|submit|fault|fault_nb URL [DIR]");
+  else if (!strcmp(mode, "collw") && argc > 3) collw(argv[2], argv[3]);
+  else CHECK(0, "usage: rio basic|noncontig|hpio|lazy|gen|split|inflight|submit|fault|fault_nb|collw URL [DIR|HOW]");
   return finish("rio");
 }

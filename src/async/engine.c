@@ -120,10 +120,14 @@ static void finish(job *j, int code, MPI_Count bytes, uint64_t t0) {
                     PARIO_TA("coll", j->coll != NULL), PARIO_TA("queued_ns", t0 ? t0 - j->queued_at : 0),
                     PARIO_TA("submitted", j->submitted), PARIO_TA("rc", code));
   bytes = pario_rep_native_bytes(j->snap.view, j->type, j->count, bytes); /* what the status reports */
-  if (j->owned_type) { /* not in free_fn: MPI may not be called from a grequest callback */
+  /* Not in free_fn: MPI may not be called from a grequest callback (MPICH 4.0 aborts). The
+   * snapshot goes too: after a set_view it may hold the view's last reference, whose drop
+   * frees the view's datatypes. */
+  if (j->owned_type) {
     PMPI_Type_free(&j->type);
     j->owned_type = 0;
   }
+  pario_snap_drop(&j->snap);
   pthread_mutex_lock(&q_lock);
   MPI_Request req = j->req;
   int detached = j->detached; /* a waiter may free j once the lock is released */

@@ -89,7 +89,20 @@ static void apply(pario_hints *h, const char *k, const char *v) {
   }
 }
 
-/* PARIO_HINTS, or ROMIO_HINTS for programs that come from ROMIO with their hints file. */
+/* Whether key k came earlier in the hints file (and remember it if not): as in ROMIO, a key
+ * given twice keeps its first value. Without memory every line counts. */
+static int seen_before(char ***seen, size_t *n, const char *k) {
+  for (size_t i = 0; i < *n; i++)
+    if (!strcmp((*seen)[i], k)) return 1;
+  char **grown = realloc(*seen, (*n + 1) * sizeof **seen);
+  if (!grown) return 0;
+  *seen = grown;
+  if ((grown[*n] = strdup(k))) (*n)++;
+  return 0;
+}
+
+/* PARIO_HINTS, or ROMIO_HINTS for programs that come from ROMIO with their hints file. A key
+ * given twice keeps its first value (ROMIO's rule for its hints file). */
 static void apply_env_file(pario_hints *h) {
   const char *var = "PARIO_HINTS", *path = getenv(var);
   if (!path || !*path) path = getenv(var = "ROMIO_HINTS");
@@ -100,12 +113,16 @@ static void apply_env_file(pario_hints *h) {
     return;
   }
   char line[1024], k[256], v[768];
+  char **seen = NULL;
+  size_t nseen = 0;
   while (fgets(line, sizeof line, f)) {
     char *p = line;
     while (isspace((unsigned char)*p)) p++;
     if (*p == '#' || !*p) continue;
-    if (sscanf(p, "%255s %767s", k, v) == 2) apply(h, k, v);
+    if (sscanf(p, "%255s %767s", k, v) == 2 && !seen_before(&seen, &nseen, k)) apply(h, k, v);
   }
+  for (size_t i = 0; i < nseen; i++) free(seen[i]);
+  free(seen);
   fclose(f);
 }
 

@@ -1,6 +1,7 @@
 /* What a user migrating from ROMIO or reading the standard expects, each a defect pario had:
  * uncommitted datatypes fail with MPI_ERR_TYPE; overlapping filetypes are legal on read-only
- * files (only); ROMIO_HINTS is honoured when PARIO_HINTS is not set and ROMIO's keys show in
+ * files (only), and refused on writable ones with ROMIO's class MPI_ERR_IO; ROMIO_HINTS (its
+ * first value of a key given twice) is honoured when PARIO_HINTS is not set and ROMIO's keys show in
  * get_info; a size hint that would overflow is ignored; an error on a long path keeps its
  * cause within Open MPI's 256-character error strings. Run natively too where the standard
  * (not pario) decides: argv[2] == "native" skips the pario-only checks. */
@@ -77,7 +78,7 @@ static void overlapping_read_only(void) {
   MPI_File_close(&fh);
   MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
   rc = MPI_File_set_view(fh, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
-  CHECK(native ? rc != MPI_SUCCESS : err_class(rc) == MPI_ERR_TYPE, /* ROMIO: MPI_ERR_IO */
+  CHECK(native ? rc != MPI_SUCCESS : err_class(rc) == MPI_ERR_IO, /* as ROMIO (OMPIO: MPI_ERR_TYPE) */
         "overlapping filetype on a writable file: %s", err_text(rc));
   MPI_File_close(&fh);
   MPI_Type_free(&ft);
@@ -108,8 +109,8 @@ static void data_past_extent(void) {
   MPI_Type_free(&c);
 }
 
-/* ROMIO_HINTS stands in for PARIO_HINTS; ROMIO keys are reported; an overflowing size is
- * ignored. */
+/* ROMIO_HINTS stands in for PARIO_HINTS; ROMIO keys are reported; a key given twice keeps its
+ * first value; an overflowing size is ignored. */
 static void romio_hints(void) {
   char hp[600], v[64];
   MPI_File fh;
@@ -117,7 +118,8 @@ static void romio_hints(void) {
   snprintf(hp, sizeof hp, "%s.hints", path);
   if (rank == 0) {
     FILE *h = fopen(hp, "w");
-    fprintf(h, "# a ROMIO hints file\ncb_buffer_size 1234567\n");
+    /* a key given twice keeps its first value (ROMIO's syshints test) */
+    fprintf(h, "# a ROMIO hints file\ncb_buffer_size 1234567\nind_wr_buffer_size 49\nind_wr_buffer_size 60\n");
     fclose(h);
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -129,6 +131,7 @@ static void romio_hints(void) {
   MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
   CHECK(!strcmp(info_value(fh, "cb_buffer_size", v, sizeof v), "1234567"), "cb_buffer_size from ROMIO_HINTS: %s", v);
   CHECK(!strcmp(info_value(fh, "romio_no_indep_rw", v, sizeof v), "true"), "romio_no_indep_rw: %s", v);
+  CHECK(!strcmp(info_value(fh, "ind_wr_buffer_size", v, sizeof v), "49"), "a key given twice in ROMIO_HINTS: %s", v);
   CHECK(strcmp(info_value(fh, "cb_config_list", v, sizeof v), "(unset)"), "cb_config_list not reported");
   CHECK(!strcmp(info_value(fh, "ind_rd_buffer_size", v, sizeof v), "4194304"),
         "an overflowing ind_rd_buffer_size was not ignored: %s", v);

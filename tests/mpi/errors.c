@@ -100,7 +100,7 @@ static void view_errors(void) {
   MPI_Datatype dec;
   MPI_Type_indexed(2, bl, disp, MPI_INT, &dec);
   MPI_Type_commit(&dec);
-  CHECK_ERR(MPI_File_set_view(fh, 0, MPI_INT, dec, "native", MPI_INFO_NULL), MPI_ERR_TYPE, "MPI_File_set_view", path);
+  CHECK_ERR(MPI_File_set_view(fh, 0, MPI_INT, dec, "native", MPI_INFO_NULL), MPI_ERR_IO, "MPI_File_set_view", path);
   CHECK_ERR(MPI_File_set_view(fh, 0, MPI_INT, MPI_DATATYPE_NULL, "native", MPI_INFO_NULL), MPI_ERR_TYPE, "MPI_File_set_view", path);
   /* data access size not a multiple of the etype */
   MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL);

@@ -1,7 +1,8 @@
 /* The file lifecycle and the defects a review found in it: a failing close goes to the
  * file's own errhandler; ordered calls return on every rank when one rank's arguments are
  * bad; a second split collective moves no pointer; a nonblocking collective keeps the view
- * it started with across set_view; set_atomicity waits for operations in flight; worker
+ * it started with across set_view, and its release frees that view's datatypes outside MPI's
+ * callbacks; set_atomicity waits for operations in flight; worker
  * threads end at MPI_Finalize. */
 #include "harness.h"
 
@@ -124,6 +125,44 @@ static void view_in_flight(void) {
   free(big);
 }
 
+/* MPICH's i_hindexed: a derived filetype, nonblocking collective writes each under its own
+ * view (set_view between them), then one MPI_Waitall. Each write's view lives only in its
+ * request, so the request's release frees the view's datatypes; that must not happen inside
+ * the generalized request's free callback, where MPICH 4.0 aborts in MPI_Type_free. Every
+ * write's data must be where its own view put it. */
+static void derived_views_in_flight(void) {
+  enum { N = 3, B = 16 };
+  MPI_File fh;
+  MPI_Request q[N];
+  MPI_Status st[N];
+  MPI_Datatype ft;
+  int len[1] = {B};
+  MPI_Aint disp[1] = {(MPI_Aint)rank * B};
+  char w[N][B], r[B];
+  MPI_Type_create_hindexed(1, len, disp, MPI_CHAR, &ft);
+  MPI_Datatype tile;
+  MPI_Type_create_resized(ft, 0, (MPI_Aint)np * B, &tile);
+  MPI_Type_commit(&tile);
+  MPI_Type_free(&ft);
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
+  MPI_File_set_size(fh, 0);
+  for (int i = 0; i < N; i++) {
+    memset(w[i], 'a' + i * np + rank, B);
+    MPI_File_set_view(fh, (MPI_Offset)i * np * B, MPI_BYTE, tile, "native", MPI_INFO_NULL);
+    MPI_File_iwrite_all(fh, w[i], B, MPI_CHAR, &q[i]);
+  }
+  MPI_Type_free(&tile);
+  int rc = MPI_Waitall(N, q, st);
+  CHECK(rc == MPI_SUCCESS, "waitall of writes under replaced derived views: %s", err_text(rc));
+  MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+  for (int i = 0; i < N; i++) {
+    memset(r, 0, B);
+    MPI_File_read_at(fh, ((MPI_Offset)i * np + rank) * B, r, B, MPI_CHAR, MPI_STATUS_IGNORE);
+    CHECK(!memcmp(r, w[i], B), "write %d not where its own view put it", i);
+  }
+  MPI_File_close(&fh);
+}
+
 /* set_atomicity waits for operations in flight and then applies to later ones. */
 static void atomicity_in_flight(void) {
   MPI_File fh;
@@ -172,6 +211,7 @@ int main(int argc, char **argv) {
   ordered_bad_args();
   split_twice();
   view_in_flight();
+  derived_views_in_flight();
   atomicity_in_flight();
   int before = io_threads();
   if (rank == 0) MPI_File_delete(path, MPI_INFO_NULL);

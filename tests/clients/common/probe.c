@@ -1,7 +1,8 @@
 /* Which MPI-IO served a program we cannot change (HDF5, netCDF, h5py): preloaded first
  * (LD_PRELOAD="probe.so" natively, "probe.so libpario.so" under pario), it interposes
- * MPI_File_open only and forwards it to the next definition in the search order, which is the
- * one the program would have called without the probe: pario's when pario is preloaded, the
+ * MPI_File_open (and PMPI_File_open, for programs that call that name) and forwards it to the
+ * next definition in the search order, which is the one the program would have called without
+ * the probe: pario's when pario is preloaded, the
  * MPI library's otherwise. For every open it appends one line to
  * $PARIO_CLIENTS_PROBE_DIR/probe.<pid>:
  *
@@ -38,9 +39,11 @@ static void note(const char *line) {
   close(fd);
 }
 
-EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
-                         MPI_File *fh) {
-  open_fn next = (open_fn)dlsym(RTLD_NEXT, "MPI_File_open");
+/* The open through the next definition of sym (MPI_File_open, or PMPI_File_open for programs
+ * that call the profiling name themselves, as ROMIO's psimple test does). */
+static int probed_open(const char *sym, MPI_Comm comm, const char *filename, int amode, MPI_Info info,
+                       MPI_File *fh) {
+  open_fn next = (open_fn)dlsym(RTLD_NEXT, sym);
   if (next == NULL) {
     note("open rank=-1 by=(unresolved) sharedfp=none rc=-1 ?\n");
     return MPI_ERR_OTHER;
@@ -72,4 +75,14 @@ EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Inf
            filename ? filename : "(null)");
   note(line);
   return rc;
+}
+
+EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
+                         MPI_File *fh) {
+  return probed_open("MPI_File_open", comm, filename, amode, info, fh);
+}
+
+EXPORT int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
+                          MPI_File *fh) {
+  return probed_open("PMPI_File_open", comm, filename, amode, info, fh);
 }

@@ -14,10 +14,13 @@
 # The literal word @MODE@ in ARGS is replaced by the mode. A word ::: separates programs run
 # one after the other in the same directory (a writer, then a reader); a program preceded by
 # the word ! must exit non-zero (HDF5's t_pflush1 ends every run with a failure on purpose).
+# --verdict REGEX (repeatable): the programs' output (stdout and stderr) must also have a line
+# matching each REGEX (grep -E): the test suites whose programs say " No Errors" and exit 0
+# even when they found errors.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mode="" np="" pario="" probe="" pre="" linked=0 base="${TMPDIR:-/tmp}" name=client
-launcher=()
+launcher=() verdicts=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --mode) mode=$2; shift 2 ;;
@@ -37,6 +40,7 @@ while [ $# -gt 0 ]; do
     --scratch) base=$2; shift 2 ;;
     --name) name=$2; shift 2 ;;
     --run) launcher+=("$2"); shift 2 ;;
+    --verdict) verdicts+=("$2"); shift 2 ;;
     --) shift; break ;;
     *) echo "run-client: unknown option $1" >&2; exit 2 ;;
   esac
@@ -68,11 +72,18 @@ fi
 [ "$mode" = pario ] && export PARIO_LOG=${PARIO_LOG:-1}
 
 echo "run-client: $name, $mode, $np rank(s), in $work"
-launch() {
+run_one() {
   if [ -n "$preload" ]; then
     "${launcher[@]}" "$np" --pario "$preload" "$@"
   else
     "${launcher[@]}" "$np" "$@"
+  fi
+}
+launch() { # with --verdict, the output is kept (in the scratch directory) to be read after
+  if [ ${#verdicts[@]} -gt 0 ]; then
+    run_one "$@" 2>&1 | tee -a "$work/.output"
+  else
+    run_one "$@"
   fi
 }
 rc=0
@@ -99,6 +110,12 @@ if [ $rc -ne 0 ]; then
   [ -n "$probe" ] && cat "$work"/.probe/probe.* 2>/dev/null | head -20 >&2
   exit $rc
 fi
+for v in ${verdicts[@]+"${verdicts[@]}"}; do
+  if ! grep -Eq -- "$v" "$work/.output"; then
+    echo "run-client: $name ($mode, np $np): no line of its output matches '$v' (the program's verdict)" >&2
+    exit 1
+  fi
+done
 if [ -n "$probe" ]; then
   "$here/check-probe.sh" "$work/.probe" "$mode" "$np"
 fi

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build programs of HDF5's own parallel test suite (testpar/) against the installed parallel
-# HDF5 of one MPI flavour, from the Debian source fetched by fetch-source.sh.
+# HDF5 of one MPI flavour, from the Debian source fetched by common/fetch-source.sh.
 #   usage: build-testpar.sh CACHE OUT CC INCDIR LIBDIR PROGRAM...
-# CACHE  where fetch-source.sh keeps the source (fetched there on first use)
+# CACHE  where common/fetch-source.sh keeps the source (fetched there on first use)
 # OUT    where the programs go (OUT/PROGRAM)
 # CC     the flavour's MPI C compiler; INCDIR/LIBDIR the flavour's HDF5 (hdf5.h, libhdf5.so)
 # The programs use HDF5's test harness (test/h5test.c, test/testframe.c) and some of the
@@ -14,7 +14,7 @@ cache=$1 out=$2 cc=$3 inc=$4 lib=$5
 shift 5
 rc=0
 mkdir -p "$out/obj" "$out/gen"
-src=$("$here/fetch-source.sh" "$cache") || rc=$?
+src=$("$here/../common/fetch-source.sh" hdf5 "$cache" src test testpar COPYING) || rc=$?
 if [ $rc -ne 0 ]; then
   # The tests of these programs skip, saying why (run-client.sh --need reads PROGRAM.why).
   why="the Debian source of HDF5 could not be fetched (see the test clients.hdf5_testpar.build)"

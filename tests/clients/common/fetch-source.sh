@@ -1,25 +1,32 @@
 #!/usr/bin/env bash
-# Fetch the Debian source of the installed HDF5 (source package hdf5, the version of the
-# installed libhdf5-*-dev) into DEST, for HDF5's own parallel tests (testpar/).
-#   usage: fetch-source.sh DEST
-# The deb-src entry is made at run time from this machine's own apt configuration (the first
-# `deb` entry for the release's main component, in /etc/apt/sources.list{,.d/*.list,.d/*.sources}),
-# and apt runs on private lists under DEST/apt, so the system's apt state is not touched.
-# Prints the source directory on success. Exit 77 (skip) when the source cannot be had.
+# Fetch the Debian source of an installed package's source package (the version installed on
+# this machine) into DEST, for test suites that ship only in the source (HDF5's testpar/,
+# ROMIO's and MPICH's I/O tests).
+#   usage: fetch-source.sh SOURCE-PACKAGE DEST PATH...
+# PATH...: what to keep of the unpacked source (files or directories, relative to its top);
+# each must exist, and everything else is removed. The deb-src entry is made at run time from
+# this machine's own apt configuration (the first `deb` entry for the release's main component,
+# in /etc/apt/sources.list{,.d/*.list,.d/*.sources}), and apt runs on private lists under
+# DEST/apt, so the system's apt state is not touched.
+# Prints the source directory (DEST/PACKAGE-UPSTREAMVERSION) on success. Exit 77 (skip) when
+# the source cannot be had.
 set -euo pipefail
-dest=$1
+[ $# -ge 3 ] || { echo "usage: fetch-source.sh SOURCE-PACKAGE DEST PATH..." >&2; exit 2; }
+pkg=$1 dest=$2
+shift 2
+keep=("$@")
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 skip() { echo "fetch-source: $*" >&2; exit 77; }
 
-ver=""
-for p in libhdf5-openmpi-dev libhdf5-mpich-dev libhdf5-dev; do
-  ver=$(dpkg-query -W -f='${source:Version}' "$p" 2>/dev/null) && [ -n "$ver" ] && break
-done
-[ -n "$ver" ] || skip "no libhdf5-*-dev installed (scripts/install-deps.sh installs them)"
+# The source version of the installed binary packages built from $pkg (the first one listed).
+ver=$(dpkg-query -W -f='${db:Status-Abbrev}|${source:Package}|${source:Version}\n' 2>/dev/null |
+      awk -F'|' -v p="$pkg" '$1 ~ /^ii/ && $2 == p { print $3; exit }') || true
+[ -n "$ver" ] || skip "no installed package is built from the source package $pkg (scripts/install-deps.sh installs the clients)"
 upver=${ver#*:}; upver=${upver%-*}          # 1.10.8+repack1
-src=$dest/hdf5-$upver
-if [ -f "$dest/.done-$ver" ] && [ -d "$src/testpar" ]; then echo "$src"; exit 0; fi
+src=$dest/$pkg-$upver
+have_all() { local k; for k in "${keep[@]}"; do [ -e "$src/$k" ] || return 1; done; }
+if [ -f "$dest/.done-$ver" ] && have_all; then echo "$src"; exit 0; fi
 
 command -v apt-get >/dev/null || skip "apt-get not found"
 codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
@@ -78,31 +85,38 @@ echo "deb-src$opt $uri $codename main" > "$apt/sources.list"
 aptopts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=/dev/null"
          -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
          -o "Debug::NoLocking=1" -o "APT::Sandbox::User=$(id -un)" -q)
-echo "fetch-source: apt-get source hdf5=$ver (deb-src from the machine's apt configuration)" >&2
+echo "fetch-source: apt-get source $pkg=$ver (deb-src from the machine's apt configuration)" >&2
 apt-get "${aptopts[@]}" update >"$apt/update.log" 2>&1 ||
   skip "apt-get update of the deb-src list failed (see $apt/update.log)"
 work=$dest/download
 rm -rf "$work" "$src"
 mkdir -p "$work"
-if ! (cd "$work" && apt-get "${aptopts[@]}" source --download-only "hdf5=$ver" >"$apt/source.log" 2>&1); then
-  skip "apt-get source hdf5=$ver failed (see $apt/source.log)"
+if ! (cd "$work" && apt-get "${aptopts[@]}" source --download-only "$pkg=$ver" >"$apt/source.log" 2>&1); then
+  skip "apt-get source $pkg=$ver failed (see $apt/source.log)"
 fi
 # Unpack with Debian's patches when dpkg-source is there, else the upstream tarball alone.
-dsc=$(ls "$work"/hdf5_*.dsc 2>/dev/null | head -n 1 || true)
+dsc=$(ls "$work"/"${pkg}"_*.dsc 2>/dev/null | head -n 1 || true)
 if [ -n "$dsc" ] && command -v dpkg-source >/dev/null &&
    (cd "$work" && dpkg-source --no-check -x "$dsc" "$src" >"$apt/extract.log" 2>&1); then
   :
 else
-  orig=$(ls "$work"/hdf5_*.orig.tar.* 2>/dev/null | head -n 1 || true)
-  [ -n "$orig" ] || skip "no hdf5 .orig tarball in $work"
+  orig=$(ls "$work"/"${pkg}"_*.orig.tar.* 2>/dev/null | head -n 1 || true)
+  [ -n "$orig" ] || skip "no $pkg .orig tarball in $work"
+  rm -rf "$src"
   mkdir -p "$src"
   tar -xf "$orig" -C "$src" --strip-components=1
 fi
-[ -d "$src/testpar" ] || skip "the hdf5 source in $src has no testpar/"
-# Keep what the parallel tests build from (126 MiB unpacked, 12 kept).
-for d in "$src"/* "$src"/.[!.]*; do
-  case "${d##*/}" in src|test|testpar|COPYING) ;; *) rm -rf "$d" ;; esac
+for k in "${keep[@]}"; do
+  [ -e "$src/$k" ] || skip "the $pkg source in $src has no $k"
 done
-rm -rf "$apt/lists" "$apt/cache" "$work" "$dest"/hdf5_*.orig.tar.* "$dest"/hdf5_*.debian.tar.* "$dest"/hdf5_*.dsc
+# Keep only what the tests build from (HDF5: 126 MiB unpacked, 12 kept).
+mv "$src" "$src.full"
+mkdir -p "$src"
+for k in "${keep[@]}"; do
+  mkdir -p "$src/$(dirname "$k")"
+  mv "$src.full/$k" "$src/$k"
+done
+# dpkg-source leaves the upstream tarball beside the unpacked tree.
+rm -rf "$src.full" "$apt/lists" "$apt/cache" "$work" "$dest/${pkg}"_*
 touch "$dest/.done-$ver"
 echo "$src"

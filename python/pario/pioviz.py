@@ -130,7 +130,8 @@ class ConfigStats:
 
 
 def _is_write(name: str) -> bool:
-    return "write" in name.lower() or name.upper().endswith("WRITE")
+    # pario-server's storage writes: "pwrite", or "splice" (WRITE data spliced into the file)
+    return "write" in name.lower() or name.upper().endswith("WRITE") or name == "splice"
 
 
 def _is_read(name: str) -> bool:

@@ -14,21 +14,10 @@ import pytest
 from pario import pioviz
 from pario import trace as tr
 from pario.locate import find_bench, find_server
+from synthtrace import span as _span, write_lines as _write
 
+CHUNK = 1 << 20  # server/ops.c READ_CHUNK and WRITE_CHUNK: the largest storage op of a request
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _span(t, d, name, cat, flow=None, tid=0, **args):
-    e = {"type": "span", "t": t, "d": d, "tid": tid, "thread": "main", "cat": cat, "name": name, "args": args}
-    if flow:
-        e["flow"] = flow
-    return e
-
-
-def _write(path, lines):
-    with open(path, "w") as fh:
-        for obj in lines:
-            fh.write(json.dumps(obj) + "\n")
 
 
 def _header(kind, name, pid, offset, rank=None):
@@ -159,6 +148,16 @@ def _flows_of_measured(d):
 
 @pytest.mark.skipif(SERVER is None or BENCH is None or not BENCH.lib,
                     reason="pario-server, pario-bench or libpario.so (mpich) not built (make build)")
+def _check_chunked(ops, requests, key):
+    """Every request reached storage, each in pieces of at most CHUNK, as few as its bytes need."""
+    per_req = {}
+    for e in ops:
+        per_req.setdefault(e["flow"], []).append(e["args"]["bytes"])
+    assert set(per_req) == set(requests), key
+    for sizes in per_req.values():
+        assert max(sizes) <= CHUNK and len(sizes) == -(-sum(sizes) // CHUNK), (key, sizes)
+
+
 def test_quick_experiment_end_to_end(tmp_path):
     out = tmp_path / "seed001"
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
@@ -176,7 +175,7 @@ def test_quick_experiment_end_to_end(tmp_path):
         t, flows = _flows_of_measured(str(out / "traces" / key))
         srv = t.servers[0]
         mine = [e for e in srv.spans if e.get("flow") in flows]
-        writes = [e for e in mine if e["cat"] == "storage" and e["name"] == "pwrite"]
+        writes = [e for e in mine if e["cat"] == "storage" and e["name"] in ("pwrite", "splice")]
         reads = [e for e in mine if e["cat"] == "storage" and e["name"] == "pread"]
         recv_w = [e for e in mine if e["cat"] == "net" and e["name"] == "recv WRITE"]
         client_w = [f for f, n in flows.items() if "rio WRITE" in n]
@@ -189,8 +188,12 @@ def test_quick_experiment_end_to_end(tmp_path):
             assert c["storage_write_bytes"] == useful and c["storage_write_ops"] == COUNT * RANKS, key
             assert c["bytes_per_op"] == pytest.approx(c["region"]), key
         else:
-            # two-phase: each aggregator's WRITE is one contiguous storage write holding its gaps too
-            assert c["storage_write_ops"] == len(client_w) and c["storage_read_ops"] == c["client_reads"], key
+            # two-phase: each aggregator's WRITE (and read-before-write READ) is contiguous, holding
+            # its gaps too, and the server moves it in pieces of at most CHUNK (server/ops.c)
+            client_r = [f for f, n in flows.items() if "rio READ" in n]
+            assert len(client_r) == c["client_reads"], key
+            _check_chunked(writes, client_w, key)
+            _check_chunked(reads, client_r, key)
             assert c["storage_write_bytes"] >= useful, key
     for region in (32, 1024):
         ind, coll = by[f"r{region}-ind"], by[f"r{region}-coll-cb{4 * 2 ** 20 * COUNT // 32768}"]

@@ -249,6 +249,17 @@ def cmd_trace(args) -> int:
     return EXIT_OK
 
 
+def _server_of(args):
+    """The build tree and pario-server an experiment uses (None, with the error printed, when
+    there is none)."""
+    build_dir = args.build_dir or args.global_build_dir or build_dir_default()
+    server = find_server(args.mpi, build_dir)
+    if not server:
+        _error(f"no pario-server (not at {os.path.join(build_dir, args.mpi, 'server', 'pario-server')}, "
+               "nor in $PARIO_PREFIX or PATH); run `make build`, or give --build-dir")
+    return build_dir, server
+
+
 def cmd_experiment(args) -> int:
     from . import pioviz
     from .remote import BenchRunner
@@ -257,11 +268,9 @@ def cmd_experiment(args) -> int:
     iters = args.iterations or (1 if quick else 3)
     if not 1 <= args.ranks <= 256 or not 1 <= count <= 1 << 24 or not 1 <= iters <= 1000:
         return _error("--ranks 1..256, --region-count 1..16777216 and --iterations 1..1000")
-    build_dir = args.build_dir or args.global_build_dir or build_dir_default()
-    server = find_server(args.mpi, build_dir)
+    build_dir, server = _server_of(args)
     if not server:
-        return _error(f"no pario-server (not at {os.path.join(build_dir, args.mpi, 'server', 'pario-server')}, "
-                      "nor in $PARIO_PREFIX or PATH); run `make build`, or give --build-dir")
+        return EXIT_USAGE
     found = find_bench(args.mpi, build_dir)
     if not found or not found.lib:
         return _error(f"no pario-bench and libpario.so for {args.mpi} under {os.path.abspath(build_dir)} "
@@ -579,11 +588,9 @@ def cmd_remote(args) -> int:
         return _error(f"unknown experiment {', '.join(unknown) or '(none)'}; choose from {', '.join(EXPERIMENTS)}")
     if not 1 <= args.repeat <= 100:
         return _error(f"--repeat {args.repeat}: give 1 to 100 runs")
-    build_dir = args.build_dir or args.global_build_dir or build_dir_default()
-    server = find_server(args.mpi, build_dir)
+    build_dir, server = _server_of(args)
     if not server:
-        return _error(f"no pario-server (not at {os.path.join(build_dir, args.mpi, 'server', 'pario-server')}, "
-                      "nor in $PARIO_PREFIX or PATH); run `make build`, or give --build-dir")
+        return EXIT_USAGE
     found = find_bench(args.mpi, build_dir)
     out = args.out or os.path.join("results", "remote-" + _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S"))
     os.makedirs(out, exist_ok=True)

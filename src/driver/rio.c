@@ -284,6 +284,17 @@ static void conn_put(rio_conn *c) {
   free(c);
 }
 
+/* The end of a receiver or sender thread: drop its connection reference and let finalize
+ * (which waits for receivers to reach 0) go on. */
+static void *thread_gone(rio_conn *c) {
+  conn_put(c);
+  pthread_mutex_lock(&cache_lock);
+  receivers--;
+  pthread_cond_broadcast(&rx_cond);
+  pthread_mutex_unlock(&cache_lock);
+  return NULL;
+}
+
 /* The receiver: the body of the reply h (its status block sb read with the header) into the
  * waiting request. A transport or protocol error is returned (it ends the connection); a
  * status error goes to the waiter. */
@@ -422,12 +433,7 @@ static void *receiver(void *arg) {
   }
   conn_kill(c, e);
   aio_sweep(c);
-  conn_put(c);
-  pthread_mutex_lock(&cache_lock);
-  receivers--;
-  pthread_cond_broadcast(&rx_cond);
-  pthread_mutex_unlock(&cache_lock);
-  return NULL;
+  return thread_gone(c);
 }
 
 /* Put a request on the wire (header, body, then data) and register it for its reply. A
@@ -1158,12 +1164,7 @@ static void *sender(void *arg) {
   }
   c->sender = 0;
   pthread_mutex_unlock(&c->lock);
-  conn_put(c);
-  pthread_mutex_lock(&cache_lock);
-  receivers--;
-  pthread_cond_broadcast(&rx_cond);
-  pthread_mutex_unlock(&cache_lock);
-  return NULL;
+  return thread_gone(c);
 }
 
 /* Queue a submitted write for the sender thread (made here the first time). 0, or an errno

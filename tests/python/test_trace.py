@@ -12,23 +12,11 @@ import pytest
 
 from pario import cli
 from pario import trace as tr
+from synthtrace import span as _span, write_lines as _write
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = os.path.join(HERE, "fixtures", "trace-event.schema.json")
 SERVER = "server 127.0.0.1:5000"
-
-
-def _span(t, d, name, cat, tid=0, thread="main", flow=None, **args):
-    e = {"type": "span", "t": t, "d": d, "tid": tid, "thread": thread, "cat": cat, "name": name, "args": args}
-    if flow:
-        e["flow"] = flow
-    return e
-
-
-def _write(path, lines):
-    with open(path, "w") as fh:
-        for obj in lines:
-            fh.write(json.dumps(obj) + "\n")
 
 
 def _header(kind, name, pid, offset=0, err=-1, rank=None):

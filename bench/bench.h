@@ -156,6 +156,8 @@ void res_common_params(result *r);
 void file_remove(const char *path);
 /* Collective: rank 0 flips one byte of path at off (the hidden --inject-corruption). */
 int corrupt_byte(const char *path, MPI_Offset off);
+/* MPI_Barrier on MPI_COMM_WORLD without busy-polling (result.c says why). */
+void bench_barrier(void);
 /* max over ranks of a double (MPI_MAX) and the average (sum / size). */
 double max_all(double v);
 double avg_all(double v);

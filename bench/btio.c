@@ -351,7 +351,7 @@ static void iterate(result *r, bt_run *c) {
 
 static void run(result *r, bt_run *c) {
   c->fh = c->lfh = MPI_FILE_NULL;
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
   double t0 = now(), t;
   open_files(r, c);
   c->io_s = now() - t0;
@@ -359,7 +359,7 @@ static void run(result *r, bt_run *c) {
   t = now();
   close_files(r, c);
   c->io_s += now() - t;
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
   c->total_s = max_all(now() - t0);
   c->io_s = max_all(c->io_s);
   c->compute_s = max_all(c->compute_s);
@@ -487,7 +487,7 @@ int btio_main(int argc, char **argv) {
   free(c.field);
   free(c.out);
   free(c.full), free(c.blocks), free(c.counts), free(c.box); /* displs lies inside counts */
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
   if (!o.stage_dir && !B.keep && B.rank == 0) rmdir(sdir);
   return 0;
 }

@@ -209,12 +209,12 @@ static void run_blocks(result *r, cfs_run *c, cfs_io *io) {
 /* Section 4: synchronise, start, open, I/O, close, synchronise, stop; max over ranks. */
 static double timed_run(result *r, cfs_run *c) {
   cfs_io io = {.posix = c->o->posix};
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
   double t0 = now();
   io_open(r, &io, c->path, is_write(c->test));
   run_blocks(r, c, &io);
   io_close(r, &io);
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
   return max_all(now() - t0);
 }
 
@@ -235,7 +235,7 @@ static void preallocate(result *r, const cfs_run *c) {
     if (fd >= 0) close(fd);
     if (err) res_fail(r, "posix_fallocate %s: %s", c->path, strerror(err));
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
 }
 
 /* Best of --repeat timed runs; write tests start each run from a fresh (or preallocated) file. */

@@ -121,7 +121,7 @@ static void measure(dr_run *c, int rep, int op) {
   if (!res_mpi(&r, file_open_hinted(MPI_COMM_WORLD, c->path, amode, NULL, NULL, &fh), "MPI_File_open") &&
       !res_mpi(&r, MPI_File_set_view(fh, 0, MPI_DOUBLE, MPI_DOUBLE, rep_names[rep], MPI_INFO_NULL),
                "MPI_File_set_view")) {
-    MPI_Barrier(MPI_COMM_WORLD);
+    bench_barrier();
     double t0 = now();
     res_mpi(&r, data_call(c, fh, op), op ? "MPI_File_read_at" : "MPI_File_write_at");
     t = max_all(now() - t0);

@@ -179,10 +179,10 @@ static void one_access(result *r, nc_run *c, MPI_File fh) {
 static void iterate(result *r, nc_run *c, MPI_File fh, double *t) {
   for (long long k = 0; k < c->o->iters; k++) {
     if (c->read) memset(c->buf, SENTINEL, c->buflen);
-    MPI_Barrier(MPI_COMM_WORLD);
+    bench_barrier();
     double t0 = now();
     if (r->status == ST_OK) one_access(r, c, fh);
-    MPI_Barrier(MPI_COMM_WORLD);
+    bench_barrier();
     t[k] = max_all(now() - t0);
     if (c->read && B.verify && r->status == ST_OK) check_buffer(r, c);
     if (!res_ok_everywhere(r)) return;
@@ -278,7 +278,7 @@ static double dev_pass(result *r, const nc_run *c, const char *path, int rd, uns
   off_t base = (off_t)len * B.rank;
   int fd = open(path, (rd ? O_RDONLY : O_WRONLY | O_CREAT) | (dev_direct(len) > 0 ? O_DIRECT : 0), 0644);
   if (fd < 0) res_fail(r, "device pass: open %s: %s", path, strerror(errno));
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
   double t0 = now();
   for (size_t done = 0; fd >= 0 && done < len && r->status == ST_OK;) {
     size_t n = len - done < DEV_BLOCK ? len - done : DEV_BLOCK;
@@ -287,7 +287,7 @@ static double dev_pass(result *r, const nc_run *c, const char *path, int rd, uns
     else done += (size_t)got;
   }
   if (fd >= 0 && !rd && c->o->sync && fsync(fd) != 0) res_fail(r, "device pass: fsync %s: %s", path, strerror(errno));
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
   double t = max_all(now() - t0);
   if (fd >= 0) close(fd);
   return t;

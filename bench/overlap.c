@@ -305,7 +305,7 @@ static void run_phase(result *r, ov_ctx *c, int nonblocking, ov_sums *s) {
   memset(s, 0, sizeof *s);
   fill_phase(r, o);
   if (res_ok_everywhere(r) && open_blocks(r, o, o->file, o->elements, &c->fh) && res_ok_everywhere(r)) {
-    MPI_Barrier(MPI_COMM_WORLD);
+    bench_barrier();
     phase_iterations(r, c, nonblocking, s);
   }
   file_close(r, &c->fh, "MPI_File_close");

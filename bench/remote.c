@@ -131,13 +131,13 @@ static void run_blocks(result *r, rm_run *c, MPI_File fh) {
 static double timed_run(result *r, rm_run *c) {
   MPI_File fh = MPI_FILE_NULL;
   int amode = c->op == OP_WRITE ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY;
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
   double t0 = now();
   if (!res_mpi(r, file_open_hinted(c->mode == COLLECTIVE ? c->comm : MPI_COMM_SELF, c->path, amode, NULL, NULL, &fh),
                "MPI_File_open"))
     run_blocks(r, c, fh);
   file_close(r, &fh, "MPI_File_close");
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
   return max_all(now() - t0);
 }
 
@@ -220,7 +220,7 @@ static void measure(rm_run *c) {
   res_emit(&r);
   if (!B.keep) {
     if (c->mode != COLLECTIVE || c->grank == 0) MPI_File_delete(c->path, MPI_INFO_NULL);
-    MPI_Barrier(MPI_COMM_WORLD);
+    bench_barrier();
   }
 }
 

@@ -322,7 +322,7 @@ static void note_component(result *r, MPI_File fh) {
 static double timed_run(result *r, const sf_opts *o, int mode, const char *path, unsigned char *buf,
                         int first) {
   MPI_File fh;
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
   double t0 = now();
   MPI_Offset base = 0;
   int rc = file_open_hinted(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, NULL, NULL, &fh);
@@ -336,7 +336,7 @@ static double timed_run(result *r, const sf_opts *o, int mode, const char *path,
   }
   if (rc == MPI_SUCCESS && mode != 5 && first) note_component(r, fh);
   file_close(r, &fh, "MPI_File_close");
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
   return max_all(now() - t0);
 }
 
@@ -371,7 +371,7 @@ static double limit_run(result *r, const sf_opts *o, const char *path, _Atomic u
     if (fd < 0) res_fail(r, "limit: create %s: %s", path, strerror(errno));
     else close(fd);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
   double t0 = now();
   int fd = open(path, O_WRONLY);
   if (fd < 0) res_fail(r, "limit: open %s: %s", path, strerror(errno));
@@ -383,7 +383,7 @@ static double limit_run(result *r, const sf_opts *o, const char *path, _Atomic u
     if (n != (ssize_t)len) res_fail(r, "limit: pwrite %s: %s", path, n < 0 ? strerror(errno) : "short write");
   }
   if (fd >= 0 && close(fd) != 0) res_fail(r, "limit: close %s: %s", path, strerror(errno));
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier();
   return max_all(now() - t0);
 }
 

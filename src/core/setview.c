@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Our own reference to a datatype: the user may free theirs after set_view. Whether it is
  * ours is remembered, so freeing needs no MPI query: the last drop may run inside a
@@ -71,14 +72,27 @@ void pario_snap_drop(pario_snap *s) {
   s->view = NULL;
 }
 
-/* cb_nodes within the rank count (default one aggregator per node), the collective buffer
+/* The default cb_nodes: one aggregator per node, except on a single host with local storage,
+ * where the aggregators share one page cache and the work of a window (read it, fill it,
+ * write it) is memory copies that one rank does on one core: there as many as the host has
+ * online CPUs, up to the ranks (4 ranks on 2 cores: a collective write of 32 B regions 1.9x
+ * faster on Open MPI, 1.6x on MPICH, docs/collective.md). sysconf, not the affinity mask:
+ * every rank must compute the same number, and bound ranks see one CPU each. */
+static int default_cb_nodes(const pario_file *f) {
+  int nodes = f->nodes > 0 ? f->nodes : 1;
+  if (nodes != 1 || f->drv->remote) return PARIO_MIN(nodes, f->nprocs);
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return (int)PARIO_MAX(1, PARIO_MIN(cpus, (long)f->nprocs));
+}
+
+/* cb_nodes within the rank count (default_cb_nodes above), the collective buffer
  * small enough for one message per window, the driver's default pario_io_threads and list
  * window (ind_rd/wr_buffer_size where the user gave none), and write
  * sieving off where its read-modify-write cannot be made safe: it needs byte-range locks and
  * read access. */
 void pario_hints_settle(pario_file *f) {
   pario_hints *h = &f->hints;
-  if (h->cb_nodes <= 0) h->cb_nodes = PARIO_MIN(f->nodes > 0 ? f->nodes : 1, f->nprocs);
+  if (h->cb_nodes <= 0) h->cb_nodes = default_cb_nodes(f);
   if (h->cb_nodes > f->nprocs) h->cb_nodes = f->nprocs;
   if (h->cb_buffer_size > (1LL << 30)) h->cb_buffer_size = 1LL << 30;
   if (!h->io_threads_given && f->drv->io_threads > 0) h->io_threads = f->drv->io_threads; /* remote storage */

@@ -168,6 +168,7 @@ int main(int argc, char **argv) {
   long long span = (ROWS - 1) * row + row / np;
   CHECK(v.file == np * span, "hyperslab, max gap 1M: %lld, want %lld", v.file, np * span);
   MPI_Info_set(info, "romio_cb_read", "enable");
+  MPI_Info_set(info, "cb_nodes", "1"); /* one aggregator: the volumes below are its reads */
   MPI_Info_set(info, "pario_read_max_gap", "4096");
   MPI_File_set_info(fh, info);
   v = hyperslab(fh, "hyperslab aggregated");

@@ -7,12 +7,14 @@
 # named by BENCH_AB_METRIC.
 # usage: bench-ab.sh MPI NP ROUNDS LIBPARIO_A LIBPARIO_B OUTDIR -- PARIO-BENCH [SUITE ARGS...]
 # (LIBPARIO_A "native": side A is the MPI's own MPI-IO, nothing preloaded)
+# BENCH_AB_SETTLE=S seconds of pause after the sync (default 3); BENCH_AB_BEFORE='COMMAND' runs
+# after the settle step, right before each launch (e.g. a dd that leaves writeback running).
 # example:
 #   scripts/bench-ab.sh mpich 4 5 /tmp/before/libpario.so build/mpich/src/libpario.so /tmp/ab \
 #     -- build/mpich/bench/pario-bench noncontig --region-count 32768 --dir /tmp
 set -euo pipefail
 if [ $# -lt 8 ] || [ "$7" != "--" ]; then
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 mpi=$1 np=$2 rounds=$3 liba=$4 libb=$5 out=$6
@@ -26,6 +28,7 @@ for r in $(seq 1 "$rounds"); do
     lib=$liba; [ $side = B ] && lib=$libb
     echo "bench-ab: round $r/$rounds, $side" >&2
     settle
+    [ -n "${BENCH_AB_BEFORE:-}" ] && sh -c "$BENCH_AB_BEFORE"
     if [ "$lib" = native ]; then "$here/mpirun.sh" "$mpi" "$np" "$@" -o "$out/$side.jsonl" >/dev/null
     else "$here/mpirun.sh" "$mpi" "$np" --pario "$lib" "$@" -o "$out/$side.jsonl" >/dev/null; fi
   done

@@ -205,8 +205,9 @@ static job *take_runnable(void) {
 /* The workers' scheduling policy, chosen by the job being queued (under q_lock). SCHED_BATCH
  * for writes through the page cache: a worker that needs the CPU for memory copies does not
  * preempt the thread that woke it, so an _end or wait right after the start runs the job
- * itself with no hand-off (docs/async.md). SCHED_OTHER for direct I/O: the worker needs the
- * CPU only for a moment to start the transfer and to complete the request, and with the
+ * itself with no hand-off (docs/async.md). SCHED_OTHER for direct I/O and remote files: the
+ * worker needs the CPU only for moments (start a transfer or a message, complete the request)
+ * between waits for the device or the network, and with the
  * computing ranks holding every core a SCHED_BATCH worker waits for their time slices at both
  * ends (2 ranks on 2 cores: the overlap ratio 0.74 -> 0.69, docs/async.md). */
 static int pool_policy = SCHED_BATCH;
@@ -322,7 +323,7 @@ static int submit(pario_file *f, const pario_snap *s, const char *op, int rw, MP
   }
   ef->limit = f->hints.io_threads; /* set_info quiesced the file before changing it */
   ensure_workers(ef->limit);
-  set_pool_policy(f->hints.direct_io ? SCHED_OTHER : SCHED_BATCH);
+  set_pool_policy(f->hints.direct_io || f->drv->remote ? SCHED_OTHER : SCHED_BATCH);
   j->next = NULL;
   if (tail) tail->next = j; else head = j;
   tail = j;

@@ -101,8 +101,8 @@ static void nopipe_end(nopipe *n) {
   pthread_sigmask(SIG_SETMASK, &n->old, NULL);
 }
 
-static int tls_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, long long ms) {
-  while (cnt > 0) {
+static int tls_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, size_t min, long long ms, size_t *got) {
+  while (cnt > 0 && *got < min) {
     if (iov->iov_len == 0) {
       iov++, cnt--;
       continue;
@@ -118,6 +118,7 @@ static int tls_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, long long m
     pthread_mutex_unlock(&l->lock);
     if (ok) {
       pario_iov_advance(&iov, &cnt, n);
+      *got += n;
       continue;
     }
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
@@ -130,10 +131,14 @@ static int tls_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, long long m
   return 0;
 }
 
-static int xfer_iov(rio_link *l, int wr, struct iovec *iov, int cnt, long long ms) {
+/* Send (wr) or receive iov (modified) until at least min bytes have moved (*got counts them):
+ * a receive may take more, up to the iovecs' room, so what follows arrives with the same call.
+ * ms: the longest wait without progress. */
+static int xfer_some(rio_link *l, int wr, struct iovec *iov, int cnt, size_t min, long long ms, size_t *got) {
   int fd = l->fd;
-  if (l->ssl) return tls_xfer(l, wr, iov, cnt, ms);
-  while (cnt > 0) {
+  *got = 0;
+  if (l->ssl) return tls_xfer(l, wr, iov, cnt, min, ms, got);
+  while (cnt > 0 && *got < min) {
     if (iov->iov_len == 0) {
       iov++, cnt--;
       continue;
@@ -151,6 +156,7 @@ static int xfer_iov(rio_link *l, int wr, struct iovec *iov, int cnt, long long m
     }
     if (r > 0) {
       pario_iov_advance(&iov, &cnt, (size_t)r);
+      *got += (size_t)r;
       continue;
     }
     if (r == 0) return ECONNRESET; /* the server closed the connection */
@@ -162,21 +168,15 @@ static int xfer_iov(rio_link *l, int wr, struct iovec *iov, int cnt, long long m
   return 0;
 }
 
+/* Send or receive every byte of iov (modified). */
+static int xfer_iov(rio_link *l, int wr, struct iovec *iov, int cnt, long long ms) {
+  size_t got;
+  return xfer_some(l, wr, iov, cnt, SIZE_MAX, ms, &got);
+}
+
 static int read_exact(rio_link *l, void *p, size_t n, long long ms) {
   struct iovec v = {p, n};
   return xfer_iov(l, 0, &v, 1, ms);
-}
-
-/* Read and drop n bytes. */
-static int skip_bytes(rio_link *fd, uint64_t n, long long ms) {
-  char junk[4096];
-  while (n > 0) {
-    size_t k = n < sizeof junk ? (size_t)n : sizeof junk;
-    int e = read_exact(fd, junk, k, ms);
-    if (e) return e;
-    n -= k;
-  }
-  return 0;
 }
 
 /* ---- connections ------------------------------------------------------------------------- */
@@ -223,16 +223,33 @@ typedef struct rio_conn {
   uint64_t max_request;
   uint32_t max_segments;
   uint16_t version;
+  uint8_t *rx;                /* the receiver's read-ahead: [rx_pos, rx_len) of RX_CAP bytes */
+  size_t rx_pos, rx_len;
 } rio_conn;
+
+/* The receiver reads this much at a time, so a burst of pipelined replies costs one system call
+ * and one wake-up; a READ's data beyond what it read ahead goes straight to the caller's memory. */
+#define RX_CAP (64u << 10)
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rx_cond = PTHREAD_COND_INITIALIZER;
 static rio_conn *cache;
 static int receivers; /* receiver threads alive, under cache_lock */
 
+/* The process id, asked once (a system call per request otherwise); a forked child asks again. */
+static uint32_t my_pid;
+static void pid_forget(void) { __atomic_store_n(&my_pid, 0, __ATOMIC_RELAXED); }
+static void pid_atfork(void) { pthread_atfork(NULL, NULL, pid_forget); }
+
 static uint64_t next_id(void) {
   static uint64_t counter;
-  return ((uint64_t)(uint32_t)getpid() << 32) | (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) & 0xffffffffu);
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  uint32_t pid = __atomic_load_n(&my_pid, __ATOMIC_RELAXED);
+  if (!pid) {
+    pthread_once(&once, pid_atfork);
+    __atomic_store_n(&my_pid, pid = (uint32_t)getpid(), __ATOMIC_RELAXED);
+  }
+  return ((uint64_t)pid << 32) | (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) & 0xffffffffu);
 }
 
 /* Under c->lock: the connection is dead (err says why); every waiter not being filled fails
@@ -281,6 +298,7 @@ static void conn_put(rio_conn *c) {
   pthread_mutex_destroy(&c->send_lock);
   pthread_cond_destroy(&c->cond);
   pthread_cond_destroy(&c->send_cond);
+  free(c->rx);
   free(c);
 }
 
@@ -295,6 +313,47 @@ static void *thread_gone(rio_conn *c) {
   return NULL;
 }
 
+/* ---- the receiver's input: read ahead into c->rx ---------------------------------------------- */
+
+static size_t rx_have(const rio_conn *c) { return c->rx_len - c->rx_pos; }
+
+/* Fill dst (cnt iovecs, modified; dst[cnt] is a spare slot) with the next bytes of the stream:
+ * those read ahead first, then straight from the socket into dst, with whatever has arrived
+ * after them read ahead into c->rx by the same call. */
+static int rx_read(rio_conn *c, struct iovec *dst, int cnt, long long ms) {
+  size_t need = 0;
+  while (cnt > 0 && rx_have(c) > 0) {
+    size_t k = dst->iov_len < rx_have(c) ? dst->iov_len : rx_have(c);
+    memcpy(dst->iov_base, c->rx + c->rx_pos, k);
+    c->rx_pos += k;
+    pario_iov_advance(&dst, &cnt, k);
+  }
+  for (int i = 0; i < cnt; i++) need += dst[i].iov_len;
+  if (need == 0) return 0;
+  c->rx_pos = c->rx_len = 0;
+  dst[cnt] = (struct iovec){c->rx, RX_CAP};
+  size_t got;
+  int e = xfer_some(&c->link, 0, dst, cnt + 1, need, ms, &got);
+  if (!e) c->rx_len = got - need;
+  return e;
+}
+
+/* Read and drop n bytes. */
+static int rx_skip(rio_conn *c, uint64_t n, long long ms) {
+  while (n > 0) {
+    if (rx_have(c) == 0) {
+      struct iovec v = {c->rx, RX_CAP};
+      c->rx_pos = c->rx_len = 0;
+      int e = xfer_some(&c->link, 0, &v, 1, 1, ms, &c->rx_len);
+      if (e) return e;
+    }
+    size_t k = rx_have(c) < n ? rx_have(c) : (size_t)n;
+    c->rx_pos += k;
+    n -= k;
+  }
+  return 0;
+}
+
 /* The receiver: the body of the reply h (its status block sb read with the header) into the
  * waiting request. A transport or protocol error is returned (it ends the connection); a
  * status error goes to the waiter. */
@@ -305,7 +364,7 @@ static int take_reply(rio_conn *c, const rio_hdr *h, const uint8_t *sb) {
   for (r = c->pending; r && r->id != h->id; r = r->next) {}
   if (r) r->state = RECEIVING;
   pthread_mutex_unlock(&c->lock);
-  if (!r) return skip_bytes(&c->link, h->len - RIO_STATUS, ms); /* e.g. ERROR id 0 */
+  if (!r) return rx_skip(c, h->len - RIO_STATUS, ms); /* e.g. ERROR id 0 */
   unsigned t = h->type & ~RIO_REPLY;
   int e = t != r->type && t != RIO_T_ERROR ? EPROTO : 0;
   int status = RIO_OK;
@@ -316,13 +375,13 @@ static int take_reply(rio_conn *c, const rio_hdr *h, const uint8_t *sb) {
     if (status == RIO_OK && t == RIO_T_ERROR) status = RIO_EPROTO;
   }
   if (!e && status != RIO_OK) {
-    e = skip_bytes(&c->link, rest, ms);
+    e = rx_skip(c, rest, ms);
   } else if (!e && r->type == RIO_T_READ) {
     /* the count and the data in one read: the frame's length says how many bytes come */
     uint8_t db[8];
     uint64_t done = rest < 8 ? 0 : rest - 8;
     e = rest < 8 || done > r->want ? EPROTO : 0;
-    struct iovec small[9], *v = r->iovcnt + 1 <= 9 ? small : malloc(sizeof *v * (size_t)(r->iovcnt + 1));
+    struct iovec small[10], *v = r->iovcnt + 2 <= 10 ? small : malloc(sizeof *v * (size_t)(r->iovcnt + 2));
     int n = 1;
     if (!e && !v) e = ENOMEM;
     if (!e) {
@@ -333,13 +392,14 @@ static int take_reply(rio_conn *c, const rio_hdr *h, const uint8_t *sb) {
         if (v[n].iov_len > left) v[n].iov_len = (size_t)left;
         left -= v[n++].iov_len;
       }
-      e = xfer_iov(&c->link, 0, v, n, ms);
+      e = rx_read(c, v, n, ms);
     }
     if (v != small) free(v);
     if (!e && rio_load_u64(db) != done) e = EPROTO;
     r->got = e ? 0 : done;
   } else if (!e) {
-    e = rest > sizeof r->fixed ? EPROTO : read_exact(&c->link, r->fixed, rest, ms);
+    struct iovec v[2] = {{r->fixed, rest}};
+    e = rest > sizeof r->fixed ? EPROTO : rx_read(c, v, 1, ms);
     r->fixedn = rest;
   }
   pthread_mutex_lock(&c->lock);
@@ -409,21 +469,17 @@ static void *receiver(void *arg) {
     uint8_t hb[RIO_HDR_SIZE + RIO_STATUS]; /* every reply starts with its status block */
     rio_hdr h;
     /* idle connections wait without limit, looking at the submitted requests' deadlines every
-     * tick (TLS may hold decrypted bytes already); a body must keep coming */
-    size_t got = 0;
-    ssize_t r = c->link.ssl ? -1 : recv(c->link.fd, hb, sizeof hb, MSG_DONTWAIT); /* pipelined: there */
-    if (r > 0) got = (size_t)r;
-    e = r == 0 ? ECONNRESET : r < 0 && !c->link.ssl && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR ? errno : 0;
-    if (!e && !got) {
-      /* a tick, not an endless wait: a request submitted while this thread sleeps has no
-       * other watcher of its deadline */
-      e = c->link.ssl && SSL_pending(c->link.ssl) > 0 ? 0 : wait_fd(c->link.fd, POLLIN, aio_tick(c));
-      if (e == ETIMEDOUT) {
-        if ((e = aio_overdue(c, last_reply)) != 0) break;
-        continue;
-      }
+     * tick (a request submitted while this thread sleeps has no other watcher of its
+     * deadline); a reply that has begun must keep coming */
+    if (rx_have(c) == 0) {
+      struct iovec v = {c->rx, RX_CAP};
+      c->rx_pos = c->rx_len = 0;
+      e = xfer_some(&c->link, 0, &v, 1, 1, aio_tick(c), &c->rx_len);
+      if (e == ETIMEDOUT && (e = aio_overdue(c, last_reply)) == 0) continue;
+      if (e) break;
     }
-    if (!e) e = read_exact(&c->link, hb + got, sizeof hb - got, c->timeout_ms);
+    struct iovec v[2] = {{hb, sizeof hb}};
+    e = rx_read(c, v, 1, c->timeout_ms);
     if (!e && (rio_hdr_decode(hb, &h) || !(h.type & RIO_REPLY) || h.len < RIO_STATUS ||
                h.len > c->max_request + 4096))
       e = EPROTO;
@@ -704,9 +760,11 @@ static int conn_get(const rio_where *w, rio_conn **out) {
     pthread_attr_init(&ta);
     pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
     pthread_t tid;
-    e = pthread_create(&tid, &ta, receiver, c);
+    c->rx = malloc(RX_CAP);
+    e = c->rx ? pthread_create(&tid, &ta, receiver, c) : ENOMEM;
     pthread_attr_destroy(&ta);
     if (e) {
+      free(c->rx);
       link_close(&c->link);
       pthread_mutex_destroy(&c->lock);
       pthread_mutex_destroy(&c->send_lock);

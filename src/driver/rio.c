@@ -22,6 +22,7 @@
 #include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,7 +226,18 @@ typedef struct rio_conn {
   uint16_t version;
   uint8_t *rx;                /* the receiver's read-ahead: [rx_pos, rx_len) of RX_CAP bytes */
   size_t rx_pos, rx_len;
+  /* Frames without data (READ and the small requests) made while the receiver is handling
+   * replies wait here, copied, and leave together (the rules at queue_frame): bytes
+   * [outq_head, outq_len) of OUTQ_CAP, under lock; NULL under TLS. */
+  uint8_t *outq;
+  size_t outq_head, outq_len;
+  int rx_awake;               /* the receiver is handling bytes it has read: it sends the queue
+                               * before it next waits, so a frame queued now leaves soon */
+  int sending;                /* a thread holding send_lock will look at the queue again */
 } rio_conn;
+
+#define OUTQ_CAP (64u << 10)
+#define QUEUE_BEHIND 8 /* submitted requests in flight that make the queue worth it */
 
 /* The receiver reads this much at a time, so a burst of pipelined replies costs one system call
  * and one wake-up; a READ's data beyond what it read ahead goes straight to the caller's memory. */
@@ -260,6 +272,7 @@ static void kill_locked(rio_conn *c, int err) {
     c->err = err ? err : ECONNRESET;
     shutdown(c->link.fd, SHUT_RDWR);
     pthread_cond_broadcast(&c->send_cond);
+    c->outq_head = c->outq_len = 0; /* never sent: their requests fail below or in the sweep */
   }
   for (rio_req **pp = &c->pending; *pp;) {
     rio_req *r = *pp;
@@ -299,6 +312,7 @@ static void conn_put(rio_conn *c) {
   pthread_cond_destroy(&c->cond);
   pthread_cond_destroy(&c->send_cond);
   free(c->rx);
+  free(c->outq);
   free(c);
 }
 
@@ -311,6 +325,118 @@ static void *thread_gone(rio_conn *c) {
   pthread_cond_broadcast(&rx_cond);
   pthread_mutex_unlock(&cache_lock);
   return NULL;
+}
+
+/* ---- the send queue: many frames per system call ------------------------------------------------
+ * Pipelined requests are mostly made while the receiver handles a burst of replies (each
+ * completion lets the caller make the next request). Such a frame without data is copied into
+ * the queue instead of being sent: the receiver sends the whole queue with one system call
+ * before it next waits, so the frame leaves within that burst, and the server reads the burst
+ * of frames with one call too. A frame is queued only while the receiver is awake or the queue
+ * is not empty (then whoever sends next sends it first, keeping the order); otherwise, and for
+ * frames with data, the caller sends as before, the queued frames first. Also queued: frames
+ * made while QUEUE_BEHIND submitted requests are in flight. Their replies are coming (the
+ * queue was empty when the receiver last waited, so those requests are on the wire), the
+ * receiver wakes for the first of them and sends the queue, and the server would have read
+ * the new frame only after theirs anyway; the application's thread then makes no system call
+ * per request (a loopback send costs the server's receive processing too). The receiver never
+ * blocks on a send (the server may be blocked sending to it): it sends without waiting and
+ * polls for room, or leaves the queue to the thread that holds the send lock. */
+
+/* Under c->lock: copy the frame into the queue when the rules allow. 1 when queued. */
+static int queue_frame(rio_conn *c, const uint8_t *hb, const void *body, size_t blen) {
+  int soon = c->rx_awake || c->outq_len > c->outq_head || c->naio >= QUEUE_BEHIND;
+  if (!c->outq || !soon || c->outq_len + RIO_HDR_SIZE + blen > OUTQ_CAP) return 0;
+  memcpy(c->outq + c->outq_len, hb, RIO_HDR_SIZE);
+  if (blen) memcpy(c->outq + c->outq_len + RIO_HDR_SIZE, body, blen);
+  c->outq_len += RIO_HDR_SIZE + blen;
+  return 1;
+}
+
+/* Under c->lock: n bytes of the queue have left. */
+static void queue_sent(rio_conn *c, size_t n) {
+  c->outq_head += n;
+  if (c->outq_head == c->outq_len) c->outq_head = c->outq_len = 0;
+}
+
+/* Send v (cnt iovecs; v[0] is a free slot) after the queued frames, then whatever has been
+ * queued meanwhile, holding the send lock. 0 or an errno. */
+static int send_direct(rio_conn *c, struct iovec *v, int cnt) {
+  int e = 0;
+  pthread_mutex_lock(&c->send_lock);
+  for (int first = 1; !e; first = 0) {
+    pthread_mutex_lock(&c->lock);
+    size_t h = c->outq_head, n = c->outq_len - h;
+    c->sending = first || n > 0;
+    pthread_mutex_unlock(&c->lock);
+    if (!first && !n) break;
+    v[0] = (struct iovec){c->outq ? c->outq + h : NULL, n};
+    e = xfer_iov(&c->link, 1, v, first ? cnt : 1, c->timeout_ms);
+    pthread_mutex_lock(&c->lock);
+    if (!e) queue_sent(c, n);
+    pthread_mutex_unlock(&c->lock);
+  }
+  pthread_mutex_lock(&c->lock);
+  c->sending = 0;
+  pthread_mutex_unlock(&c->lock);
+  pthread_mutex_unlock(&c->send_lock);
+  return e;
+}
+
+/* The receiver's send of the queue, never waiting: 0 when it is empty, 1 when the socket is
+ * full (poll for POLLOUT), 2 when another thread holds the send lock. */
+static int queue_flush_nowait(rio_conn *c) {
+  if (pthread_mutex_trylock(&c->send_lock)) return 2;
+  int st = 0;
+  for (;;) {
+    pthread_mutex_lock(&c->lock);
+    size_t h = c->outq_head, n = c->outq_len - h;
+    int dead = c->dead;
+    pthread_mutex_unlock(&c->lock);
+    if (!n || dead) break;
+    ssize_t k = send(c->link.fd, c->outq + h, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      st = 1;
+      break;
+    }
+    if (k <= 0) {
+      conn_kill(c, k == 0 || errno == EPIPE ? ECONNRESET : errno);
+      break;
+    }
+    pthread_mutex_lock(&c->lock);
+    queue_sent(c, (size_t)k);
+    pthread_mutex_unlock(&c->lock);
+  }
+  pthread_mutex_unlock(&c->send_lock);
+  return st;
+}
+
+/* The receiver has read bytes and handles them: frames made meanwhile may wait for it. */
+static void rx_wake(rio_conn *c) {
+  if (!c->outq) return;
+  pthread_mutex_lock(&c->lock);
+  c->rx_awake = 1;
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* Before the receiver may wait for the socket: the queue leaves first (or is left to the
+ * thread that holds the send lock and will look at it again). POLLOUT when bytes are left for
+ * lack of room in the socket, else 0. */
+static short rx_before_wait(rio_conn *c) {
+  if (!c->outq) return 0;
+  pthread_mutex_lock(&c->lock);
+  c->rx_awake = 0; /* from now on a frame is queued only behind others */
+  pthread_mutex_unlock(&c->lock);
+  for (;;) {
+    int st = queue_flush_nowait(c);
+    if (st == 1) return POLLOUT;
+    pthread_mutex_lock(&c->lock);
+    int left = c->outq_len > c->outq_head && !c->dead, other = c->sending;
+    pthread_mutex_unlock(&c->lock);
+    if (!left || (st == 2 && other)) return 0;
+    if (st == 2) sched_yield(); /* the holder is past its last look: it lets go at once */
+  }
 }
 
 /* ---- the receiver's input: read ahead into c->rx ---------------------------------------------- */
@@ -333,8 +459,10 @@ static int rx_read(rio_conn *c, struct iovec *dst, int cnt, long long ms) {
   c->rx_pos = c->rx_len = 0;
   dst[cnt] = (struct iovec){c->rx, RX_CAP};
   size_t got;
+  rx_before_wait(c); /* the rest of this reply may be slow to come */
   int e = xfer_some(&c->link, 0, dst, cnt + 1, need, ms, &got);
   if (!e) c->rx_len = got - need;
+  rx_wake(c);
   return e;
 }
 
@@ -344,7 +472,9 @@ static int rx_skip(rio_conn *c, uint64_t n, long long ms) {
     if (rx_have(c) == 0) {
       struct iovec v = {c->rx, RX_CAP};
       c->rx_pos = c->rx_len = 0;
+      rx_before_wait(c);
       int e = xfer_some(&c->link, 0, &v, 1, 1, ms, &c->rx_len);
+      rx_wake(c);
       if (e) return e;
     }
     size_t k = rx_have(c) < n ? rx_have(c) : (size_t)n;
@@ -461,6 +591,27 @@ static long long aio_tick(const rio_conn *c) {
   return ms < 1 ? 1 : ms > 1000 ? 1000 : ms;
 }
 
+/* The receiver between bursts: the queue sent, then a wait for replies (and for room to send
+ * the rest of the queue) in ticks, looking at the submitted requests' deadlines. 0 when bytes
+ * have been read ahead. */
+static int rx_idle(rio_conn *c, uint64_t last_reply) {
+  short more = rx_before_wait(c);
+  for (;;) {
+    struct iovec v = {c->rx, RX_CAP};
+    c->rx_pos = c->rx_len = 0;
+    int e = xfer_some(&c->link, 0, &v, 1, 1, 0, &c->rx_len); /* what is there, without waiting */
+    if (e != ETIMEDOUT) {
+      if (!e) rx_wake(c);
+      return e;
+    }
+    struct pollfd p = {c->link.fd, (short)(POLLIN | more), 0};
+    int r = poll(&p, 1, (int)aio_tick(c));
+    if (r < 0 && errno != EINTR) return errno;
+    if (r == 0 && (e = aio_overdue(c, last_reply)) != 0) return e;
+    if (p.revents & POLLOUT) more = rx_before_wait(c);
+  }
+}
+
 static void *receiver(void *arg) {
   rio_conn *c = arg;
   int e;
@@ -471,13 +622,7 @@ static void *receiver(void *arg) {
     /* idle connections wait without limit, looking at the submitted requests' deadlines every
      * tick (a request submitted while this thread sleeps has no other watcher of its
      * deadline); a reply that has begun must keep coming */
-    if (rx_have(c) == 0) {
-      struct iovec v = {c->rx, RX_CAP};
-      c->rx_pos = c->rx_len = 0;
-      e = xfer_some(&c->link, 0, &v, 1, 1, aio_tick(c), &c->rx_len);
-      if (e == ETIMEDOUT && (e = aio_overdue(c, last_reply)) == 0) continue;
-      if (e) break;
-    }
+    if (rx_have(c) == 0 && (e = rx_idle(c, last_reply)) != 0) break;
     struct iovec v[2] = {{hb, sizeof hb}};
     e = rx_read(c, v, 1, c->timeout_ms);
     if (!e && (rio_hdr_decode(hb, &h) || !(h.type & RIO_REPLY) || h.len < RIO_STATUS ||
@@ -507,25 +652,25 @@ static void start(rio_conn *c, rio_req *r, unsigned type, const void *body, size
   r->since = r->aio ? now_ns() : 0;
   rio_hdr_encode(hb, &h);
   pthread_mutex_lock(&c->lock);
-  int dead = c->dead;
+  int dead = c->dead, queued = 0;
   if (dead) r->state = DONE, r->err = c->err;
   else r->next = c->pending, c->pending = r, c->naio += r->aio != NULL;
+  if (!dead && !datalen) queued = queue_frame(c, hb, body, blen);
   pthread_mutex_unlock(&c->lock);
   if (dead) {
     if (r->aio) aio_part_done(r->aio); /* the receiver has swept already, or never will see it */
     return;
   }
-  struct iovec small[16], *v = datacnt + 2 <= 16 ? small : malloc(sizeof *v * (size_t)(datacnt + 2));
+  if (queued) return;
+  struct iovec small[16], *v = datacnt + 3 <= 16 ? small : malloc(sizeof *v * (size_t)(datacnt + 3));
   if (!v) {
     conn_kill(c, ENOMEM);
     return;
   }
-  v[0] = (struct iovec){hb, sizeof hb};
-  v[1] = (struct iovec){(void *)body, blen};
-  for (int i = 0; i < datacnt; i++) v[2 + i] = data[i];
-  pthread_mutex_lock(&c->send_lock);
-  int e = xfer_iov(&c->link, 1, v, datacnt + 2, c->timeout_ms);
-  pthread_mutex_unlock(&c->send_lock);
+  v[1] = (struct iovec){hb, sizeof hb};
+  v[2] = (struct iovec){(void *)body, blen};
+  for (int i = 0; i < datacnt; i++) v[3 + i] = data[i];
+  int e = send_direct(c, v, datacnt + 3);
   if (v != small) free(v);
   if (e) conn_kill(c, e == EPIPE ? ECONNRESET : e);
 }
@@ -761,10 +906,12 @@ static int conn_get(const rio_where *w, rio_conn **out) {
     pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
     pthread_t tid;
     c->rx = malloc(RX_CAP);
-    e = c->rx ? pthread_create(&tid, &ta, receiver, c) : ENOMEM;
+    c->outq = c->link.ssl ? NULL : malloc(OUTQ_CAP); /* TLS: every frame is sent by its caller */
+    e = c->rx && (c->outq || c->link.ssl) ? pthread_create(&tid, &ta, receiver, c) : ENOMEM;
     pthread_attr_destroy(&ta);
     if (e) {
       free(c->rx);
+      free(c->outq);
       link_close(&c->link);
       pthread_mutex_destroy(&c->lock);
       pthread_mutex_destroy(&c->send_lock);

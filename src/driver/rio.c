@@ -353,8 +353,10 @@ static int queue_frame(rio_conn *c, const uint8_t *hb, const void *body, size_t 
   return 1;
 }
 
-/* Under c->lock: n bytes of the queue have left. */
+/* Under c->lock: n bytes of the queue have left (unless the connection died meanwhile and
+ * kill_locked emptied the queue). */
 static void queue_sent(rio_conn *c, size_t n) {
+  if (c->dead) return;
   c->outq_head += n;
   if (c->outq_head == c->outq_len) c->outq_head = c->outq_len = 0;
 }
@@ -484,6 +486,18 @@ static int rx_skip(rio_conn *c, uint64_t n, long long ms) {
   return 0;
 }
 
+/* Tracing on: one span per request, its wire id as the flow, which the server's events of
+ * the same request carry too (pario trace merge draws the arrow); a submitted request's on the
+ * receiver's thread. */
+static void req_span(const rio_req *r) {
+  static const char *const names[RIO_T_MAX + 1] = {"", "rio HELLO", "rio AUTH", "rio PING", "rio OPEN",
+      "rio CLOSE", "rio DELETE", "rio STAT", "rio SET_SIZE", "rio PREALLOCATE", "rio SYNC", "rio READ",
+      "rio WRITE", "rio LOCK", "rio COUNTER", "rio ERROR"};
+  if (r->t0 && r->type <= RIO_T_MAX)
+    PARIO_TRACE_SPANX(PARIO_TC_DRIVER, names[r->type], r->t0, r->id, NULL, NULL, PARIO_TA("sent", r->sent),
+                      PARIO_TA("received", r->got), PARIO_TA("err", r->err));
+}
+
 /* The receiver: the body of the reply h (its status block sb read with the header) into the
  * waiting request. A transport or protocol error is returned (it ends the connection); a
  * status error goes to the waiter. */
@@ -544,7 +558,7 @@ static int take_reply(rio_conn *c, const rio_hdr *h, const uint8_t *sb) {
   if (aio) c->naio--;
   pthread_cond_broadcast(&c->cond);
   pthread_mutex_unlock(&c->lock);
-  if (aio) aio_part_done(aio);
+  if (aio) req_span(r), aio_part_done(aio); /* r may go with its transfer */
   return e;
 }
 
@@ -687,14 +701,7 @@ static int finish(rio_conn *c, rio_req *r, long long ms) {
     }
   }
   pthread_mutex_unlock(&c->lock);
-  /* Tracing on: one span per request, its wire id as the flow, which the server's events of
-   * the same request carry too (pario trace merge draws the arrow). */
-  static const char *const names[RIO_T_MAX + 1] = {"", "rio HELLO", "rio AUTH", "rio PING", "rio OPEN",
-      "rio CLOSE", "rio DELETE", "rio STAT", "rio SET_SIZE", "rio PREALLOCATE", "rio SYNC", "rio READ",
-      "rio WRITE", "rio LOCK", "rio COUNTER", "rio ERROR"};
-  if (r->t0 && r->type <= RIO_T_MAX)
-    PARIO_TRACE_SPANX(PARIO_TC_DRIVER, names[r->type], r->t0, r->id, NULL, NULL, PARIO_TA("sent", r->sent),
-                      PARIO_TA("received", r->got), PARIO_TA("err", r->err));
+  req_span(r);
   return r->err;
 }
 

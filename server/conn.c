@@ -23,35 +23,32 @@ uint64_t srv_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+#define IN_CAP (64u << 10)   /* the reader's input buffer: a burst of pipelined frames */
+#define OUT_CAP (256u << 10) /* the reader's reply buffer: the replies to such a burst */
+
 /* ---- the socket stream ------------------------------------------------------------------------- */
-/* With a deadline the socket is read without waiting first and polled only when it is empty:
- * pipelined frames are usually there already, and a poll per read doubled the system calls. */
+/* At least one byte, at most n. With a deadline the socket is read without waiting first and
+ * polled only when it is empty: pipelined frames are usually there already, and a poll per read
+ * doubled the system calls. */
+static ssize_t sock_recv_some(srv_conn *c, void *buf, size_t n, uint64_t deadline) {
+  for (;;) {
+    ssize_t r = recv(c->fd, buf, n, deadline ? MSG_DONTWAIT : 0);
+    if (r > 0) return r;
+    if (r == 0) return errno = ECONNRESET, -1;
+    if (errno == EINTR || (!deadline && errno == EAGAIN)) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+    uint64_t now = srv_now_ns();
+    if (now >= deadline) return errno = ETIMEDOUT, -1;
+    struct pollfd pfd = {c->fd, POLLIN, 0};
+    if (poll(&pfd, 1, (int)((deadline - now) / 1000000 + 1)) < 0 && errno != EINTR) return -1;
+  }
+}
+
 static int sock_recv(srv_conn *c, void *buf, size_t n, uint64_t deadline) {
-  uint8_t *p = buf;
-  while (n > 0) {
-    if (deadline) {
-      ssize_t r = recv(c->fd, p, n, MSG_DONTWAIT);
-      if (r > 0) {
-        p += r;
-        n -= (size_t)r;
-        continue;
-      }
-      if (r == 0) return errno = ECONNRESET, -1;
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
-      uint64_t now = srv_now_ns();
-      if (now >= deadline) return errno = ETIMEDOUT, -1;
-      struct pollfd pfd = {c->fd, POLLIN, 0};
-      int ms = (int)((deadline - now) / 1000000 + 1);
-      int pr = poll(&pfd, 1, ms);
-      if (pr < 0 && errno != EINTR) return -1;
-      continue; /* readable (the next recv takes it), interrupted, or the deadline check ends it */
-    }
-    ssize_t r = recv(c->fd, p, n, 0);
-    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (r <= 0) return r == 0 ? (errno = ECONNRESET, -1) : -1;
-    p += r;
-    n -= (size_t)r;
+  for (uint8_t *p = buf; n > 0;) {
+    ssize_t r = sock_recv_some(c, p, n, deadline);
+    if (r < 0) return -1;
+    p += r, n -= (size_t)r;
   }
   return 0;
 }
@@ -70,7 +67,53 @@ static int sock_send(srv_conn *c, const void *buf, size_t n) {
 
 static void sock_shutdown(srv_conn *c) { shutdown(c->fd, SHUT_RDWR); }
 
-const srv_io srv_socket_io = {sock_recv, sock_send, sock_shutdown};
+const srv_io srv_socket_io = {sock_recv, sock_send, sock_shutdown, sock_recv_some};
+
+/* ---- the reader's buffers ---------------------------------------------------------------------- */
+/* Pipelined requests arrive many per system call and their cached READs are answered with one
+ * send: per request, the reader then costs no wake-up and no system call of its own. Nothing
+ * here trusts the bytes: srv_in only moves them, the frame loop checks them as before. */
+int srv_in(srv_conn *c, void *buf, size_t n, uint64_t deadline) {
+  uint8_t *p = buf;
+  size_t k = srv_in_buffered(c) < n ? srv_in_buffered(c) : n;
+  if (k) memcpy(p, c->in + c->in_pos, k), c->in_pos += k, p += k, n -= k;
+  if (n == 0) return 0;
+  if (srv_out_flush(c)) return -1; /* the reader may wait now: its replies go first */
+  if (!c->in || n >= IN_CAP / 2) return c->io->recv(c, p, n, deadline); /* large: straight into place */
+  c->in_pos = c->in_len = 0;
+  while (c->in_len < n) {
+    ssize_t r = c->io->recv_some(c, c->in + c->in_len, IN_CAP - c->in_len, deadline);
+    if (r < 0) return -1;
+    c->in_len += (size_t)r;
+  }
+  memcpy(p, c->in, n);
+  c->in_pos = n;
+  return 0;
+}
+
+uint8_t *srv_out_room(srv_conn *c, size_t n) {
+  if (!c->out || n > OUT_CAP) return NULL;
+  if (c->out_len + n > OUT_CAP && srv_out_flush(c)) return NULL;
+  return c->out + c->out_len;
+}
+
+int srv_out_flush(srv_conn *c) {
+  if (!c->out_len) return 0;
+  pthread_mutex_lock(&c->send_mu);
+  int r = srv_dead(c) ? -1 : c->io->send(c, c->out, c->out_len);
+  if (r) srv_set_dead(c);
+  pthread_mutex_unlock(&c->send_mu);
+  c->out_len = 0;
+  return r;
+}
+
+/* The buffers, once authenticated, where the stream can hand over what it has (recv_some). */
+static void buffers_start(srv_conn *c) {
+  if (!c->io->recv_some) return;
+  c->in = malloc(IN_CAP);
+  c->out = c->in ? malloc(OUT_CAP) : NULL;
+  if (!c->out) free(c->in), c->in = NULL; /* unbuffered: slower, not wrong */
+}
 
 /* ---- connection record ------------------------------------------------------------------------ */
 srv_conn *srv_conn_new(int fd, const srv_io *io, const char *peer) {
@@ -89,6 +132,8 @@ void srv_conn_free(srv_conn *c) {
   if (c->pipe_ok == 1) close(c->pipe[0]), close(c->pipe[1]);
   free(c->handles);
   free(c->chunk);
+  free(c->in);
+  free(c->out);
   pthread_mutex_destroy(&c->send_mu);
   pthread_mutex_destroy(&c->mu);
   pthread_cond_destroy(&c->cv);
@@ -135,6 +180,7 @@ int srv_reply_error(srv_conn *c, uint64_t id, int status, const char *msg) {
 
 /* A protocol error: say why (best effort), log it, and end the connection. */
 static void proto_error(srv_conn *c, uint64_t id, int status, const char *what) {
+  srv_out_flush(c); /* the replies made before it go first */
   srv_log(LOG_WARN, "conn %llu (%s): protocol error: %s; closing the connection", (unsigned long long)c->serial,
           c->peer, what);
   srv_reply_error(c, id, status, what);
@@ -211,7 +257,7 @@ static int authenticate(srv_conn *c) {
 static int next_header(srv_conn *c, uint8_t hb[RIO_HDR_SIZE]) {
   for (;;) {
     uint64_t idle = (uint64_t)srv->cfg.idle_timeout * 1000000000ull;
-    int r = c->io->recv(c, hb, 1, idle ? srv_now_ns() + idle : 0);
+    int r = srv_in(c, hb, 1, idle ? srv_now_ns() + idle : 0);
     if (r == 0) break;
     if (errno != ETIMEDOUT || __atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE) || srv_dead(c)) return 1;
     pthread_mutex_lock(&c->mu);
@@ -223,7 +269,7 @@ static int next_header(srv_conn *c, uint8_t hb[RIO_HDR_SIZE]) {
       return 1;
     }
   }
-  return c->io->recv(c, hb + 1, RIO_HDR_SIZE - 1, srv_now_ns() + FRAME_TIMEOUT_NS) ? -1 : 0;
+  return srv_in(c, hb + 1, RIO_HDR_SIZE - 1, srv_now_ns() + FRAME_TIMEOUT_NS) ? -1 : 0;
 }
 
 const char *srv_type_name(unsigned t) {
@@ -235,7 +281,7 @@ const char *srv_type_name(unsigned t) {
 /* A WRITE: the io header and segments in memory, the data streamed by srv_handle_write. */
 static int read_write_req(srv_conn *c, const rio_hdr *h, uint64_t t0) {
   uint8_t ioh[RIO_IO_HDR];
-  if (h->len < RIO_IO_HDR || c->io->recv(c, ioh, RIO_IO_HDR, srv_now_ns() + FRAME_TIMEOUT_NS)) return -1;
+  if (h->len < RIO_IO_HDR || srv_in(c, ioh, RIO_IO_HDR, srv_now_ns() + FRAME_TIMEOUT_NS)) return -1;
   rio_rd rd = rio_rd_init(ioh + 20, 4);
   uint32_t nseg = rio_get_u32(&rd);
   if (nseg > srv->cfg.max_segments) {
@@ -253,7 +299,7 @@ static int read_write_req(srv_conn *c, const rio_hdr *h, uint64_t t0) {
   int r = -1;
   rio_io_req io;
   size_t got;
-  int got_segs = c->io->recv(c, b + RIO_IO_HDR, hb - RIO_IO_HDR, srv_now_ns() + FRAME_TIMEOUT_NS);
+  int got_segs = srv_in(c, b + RIO_IO_HDR, hb - RIO_IO_HDR, srv_now_ns() + FRAME_TIMEOUT_NS);
   srv_trace_span("net", "recv", "WRITE", t0, RIO_HDR_SIZE + hb, 0, h->id);
   if (got_segs == 0) {
     int e = rio_decode_io(b, hb, h->len, RIO_T_WRITE, srv->cfg.max_segments, &io, &got);
@@ -262,6 +308,11 @@ static int read_write_req(srv_conn *c, const rio_hdr *h, uint64_t t0) {
   }
   free(b);
   return r;
+}
+
+/* Under c->mu: whether one more request of len bytes must wait for those in flight. */
+static int over_budget(const srv_conn *c, uint32_t len, uint64_t budget) {
+  return c->inflight >= MAX_INFLIGHT || (c->queued_bytes && c->queued_bytes + len > budget);
 }
 
 /* One request: check the header, read the body, dispatch. 0 to go on, -1 to end. */
@@ -282,14 +333,18 @@ static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE], uint64_t t0)
    * bodies (a forwarder keeps WRITE data too: twice max_request) wait or run at once. */
   uint64_t budget = srv->cfg.forward_to ? 2 * srv->cfg.max_request : QUEUE_BUDGET;
   pthread_mutex_lock(&c->mu);
-  while ((c->inflight >= MAX_INFLIGHT || (c->queued_bytes && c->queued_bytes + h.len > budget)) && !srv_dead(c))
-    pthread_cond_wait(&c->cv, &c->mu);
+  if (over_budget(c, h.len, budget) && c->out_len) { /* no reply waits while the reader does */
+    pthread_mutex_unlock(&c->mu);
+    if (srv_out_flush(c)) return -1;
+    pthread_mutex_lock(&c->mu);
+  }
+  while (over_budget(c, h.len, budget) && !srv_dead(c)) pthread_cond_wait(&c->cv, &c->mu);
   c->inflight++;
   c->queued_bytes += h.len;
   pthread_mutex_unlock(&c->mu);
   srv_job *j = calloc(1, sizeof *j);
   uint8_t *body = malloc(h.len);
-  int got = j && body ? c->io->recv(c, body, h.len, srv_now_ns() + FRAME_TIMEOUT_NS) : -1;
+  int got = j && body ? srv_in(c, body, h.len, srv_now_ns() + FRAME_TIMEOUT_NS) : -1;
   srv_trace_span("net", "recv", srv_type_name(h.type), t0, RIO_HDR_SIZE + (uint64_t)h.len, 0, h.id);
   if (got != 0) {
     if (!j || !body) proto_error(c, h.id, RIO_ENOMEM, "out of memory");
@@ -320,6 +375,7 @@ void srv_conn_serve(srv_conn *c) {
   pthread_mutex_unlock(&srv->mu);
   if (ok) {
     c->authed = 1;
+    buffers_start(c);
     srv_log(LOG_INFO, "conn %llu (%s): authenticated", (unsigned long long)c->serial, c->peer);
     uint8_t hb[RIO_HDR_SIZE];
     for (;;) {
@@ -329,6 +385,7 @@ void srv_conn_serve(srv_conn *c) {
                          c->peer);
       if (r != 0 || one_request(c, hb, t0) != 0 || srv_dead(c)) break;
     }
+    srv_out_flush(c); /* replies made before the end, e.g. before a protocol error */
   }
   /* End: no new requests; wait for those in flight (parked locks are cancelled), close handles. */
   pthread_mutex_lock(&c->mu);

@@ -243,7 +243,7 @@ static void link_shutdown(srv_conn *c) {
   shutdown(c->fd, SHUT_RD);
 }
 
-static const srv_io link_io = {link_recv, link_send, link_shutdown};
+static const srv_io link_io = {link_recv, link_send, link_shutdown, NULL}; /* unbuffered: the pump holds the bytes */
 
 int srv_emulate_wrap(srv_conn *c) {
   const srv_emulate *e = &srv->cfg.emu;

@@ -8,7 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -22,6 +26,7 @@
 #define SIEVE_GAP 4096           /* ... when at most this far apart ... */
 #define SIEVE_SPAN (256u << 10)  /* ... in one pread of at most this span */
 #define SPLICE_MIN (64u << 10) /* smaller pieces are cheaper copied than spliced */
+#define SENDFILE_MIN (64u << 10) /* READ segments at least this large leave by sendfile(2) */
 
 /* ---- handle table ------------------------------------------------------------------------------ */
 static uint64_t handle_value(uint32_t slot, uint32_t gen) { return ((uint64_t)gen << 32) | (slot + 1); }
@@ -32,6 +37,8 @@ static int handle_new(srv_conn *c, int fd, uint32_t acc, const struct stat *st, 
   struct srv_file *f = hd ? srv_file_ref(st->st_dev, st->st_ino) : NULL;
   if (!f) return free(hd), RIO_ENOMEM;
   hd->fd = fd, hd->acc = acc, hd->dev = st->st_dev, hd->ino = st->st_ino, hd->file = f;
+  struct statfs sf;
+  hd->memfs = fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
   snprintf(hd->name, sizeof hd->name, "%.*s", (int)(pl < 95 ? pl : 95), path);
   pthread_mutex_lock(&c->mu);
   uint32_t i = 0;
@@ -349,6 +356,7 @@ static uint32_t sieve_run(const rio_io_req *io, const seg_cur *cur, size_t room,
 static ssize_t fill(const srv_job *j, const rio_io_req *io, seg_cur *cur, uint8_t *out, size_t room, int nowait) {
   size_t n = 0;
   int fd = j->hd->fd;
+  nowait = nowait && !j->hd->memfs; /* memory: nothing to wait for */
   while (n < room && cur->left > 0 && cur->i < io->nseg) {
     uint64_t off, len, lo, hi;
     rio_seg_at(io, cur->i, &off, &len);
@@ -386,11 +394,80 @@ static int stream_read(srv_job *j, const rio_io_req *io, seg_cur *cur, uint8_t *
   return 0;
 }
 
+/* Whether a READ's data can go from the file to the socket with sendfile(2): a plain socket
+ * (not TLS, an emulated link or the fuzzer's stream) and only large pieces (a run of small
+ * segments is cheaper gathered into one send). */
+static int sendfile_fits(const srv_job *j, const rio_io_req *io, uint64_t done) {
+  if (j->c->io != &srv_socket_io || done < SENDFILE_MIN) return 0;
+  uint64_t left = done;
+  for (uint32_t i = 0; i < io->nseg && left > 0; i++) {
+    uint64_t off, len;
+    rio_seg_at(io, i, &off, &len);
+    if (len == 0) continue;
+    if (len < SENDFILE_MIN && len < left) return 0; /* only the last piece may be short */
+    left -= len < left ? len : left;
+  }
+  return 1;
+}
+
+/* The head of a reply whose data follows by sendfile: MSG_MORE keeps them in one segment. */
+static int send_more(srv_conn *c, const uint8_t *p, size_t n) {
+  while (n > 0) {
+    ssize_t r = send(c->fd, p, n, MSG_NOSIGNAL | MSG_MORE);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    p += r, n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* Send n zero bytes: the reply promised them (the file was cut after its size was taken). */
+static int send_zeros(srv_conn *c, uint64_t n) {
+  static const uint8_t zeros[4096];
+  for (; n > 0; n -= n < sizeof zeros ? n : sizeof zeros)
+    if (c->io->send(c, zeros, n < sizeof zeros ? (size_t)n : sizeof zeros)) return -1;
+  return 0;
+}
+
+/* Send `done` bytes of the segments straight from the page cache to the socket: no copy through
+ * the server's memory (on loopback the client's receive is then the only copy of the data).
+ * The caller holds send_mu and has sent the reply's head with MSG_MORE. -1 if the stream broke. */
+static int sendfile_read(srv_job *j, const rio_io_req *io, uint64_t done) {
+  srv_conn *c = j->c;
+  for (uint32_t i = 0; i < io->nseg && done > 0; i++) {
+    uint64_t off, len;
+    rio_seg_at(io, i, &off, &len);
+    for (len = len < done ? len : done; len > 0;) {
+      size_t want = len < READ_CHUNK ? (size_t)len : READ_CHUNK;
+      off_t o = (off_t)off;
+      uint64_t t0 = srv_now_ns();
+      srv_emulate_disk(want);
+      ssize_t k = sendfile(c->fd, j->hd->fd, &o, want);
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0) return -1; /* includes SO_SNDTIMEO expiring: a client that stopped reading */
+      srv_trace_span("storage", "sendfile", NULL, t0, (uint64_t)k, off, j->h.id);
+      if (k == 0) return send_zeros(c, done); /* the file ended under us */
+      off += (uint64_t)k, len -= (uint64_t)k, done -= (uint64_t)k;
+    }
+  }
+  return 0;
+}
+
 /* A READ whose reply fits one chunk: the header and the data leave in one send (one system
  * call, one segment on the wire). nowait: the reader thread's try (RWF_NOWAIT), 1 when a piece
  * is not in the page cache (nothing sent; the handle reference is kept for the pool). */
 static int read_small(srv_job *j, const rio_io_req *io, seg_cur *cur, uint8_t *head, size_t hl, int nowait) {
   uint64_t done = cur->left;
+  uint8_t *room = nowait ? srv_out_room(j->c, hl + done) : NULL; /* the reader's: batched */
+  if (room) {
+    uint64_t t0 = srv_now_ns();
+    if (done && fill(j, io, cur, room + hl, (size_t)done, nowait) < 0) return 1;
+    memcpy(room, head, hl);
+    srv_out_commit(j->c, hl + done);
+    srv_trace_span("storage", "pread", NULL, t0, done, 0, j->h.id);
+    __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
+    return 0;
+  }
   uint8_t *buf = malloc(hl + done);
   if (!buf) return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_ENOMEM, NULL, 0), 0;
   memcpy(buf, head, hl);
@@ -409,6 +486,40 @@ static int read_small(srv_job *j, const rio_io_req *io, seg_cur *cur, uint8_t *h
   return 0;
 }
 
+/* The head of a READ reply of done bytes: frame header, status block, count. */
+enum { READ_HEAD = RIO_HDR_SIZE + RIO_STATUS + 8 };
+static void read_head(uint8_t *head, uint64_t id, uint64_t done) {
+  rio_hdr h = {RIO_VERSION, RIO_T_READ | RIO_REPLY, 0, (uint32_t)(RIO_STATUS + 8 + done), id};
+  rio_hdr_encode(head, &h);
+  rio_wr w = rio_wr_init(head + RIO_HDR_SIZE, RIO_STATUS + 8);
+  rio_put_status(&w, RIO_OK);
+  rio_put_u64(&w, done);
+}
+
+/* The reader's READ of one segment, straight into its reply buffer: where the read stops short
+ * the file ends (what read_extent would say), so no fstat, and no copy. 1 (nothing sent) when
+ * a piece is not in the page cache or there is no room: the general path or the pool serves it. */
+static int read_one_inline(srv_job *j, const rio_io_req *io) {
+  uint64_t off, len;
+  rio_seg_at(io, 0, &off, &len);
+  uint8_t *room = srv_out_room(j->c, READ_HEAD + (size_t)len);
+  if (!room) return 1;
+  uint64_t t0 = srv_now_ns(), got = 0;
+  while (got < len) {
+    struct iovec v = {room + READ_HEAD + got, (size_t)(len - got)};
+    ssize_t r = preadv2(j->hd->fd, &v, 1, (off_t)(off + got), j->hd->memfs ? 0 : RWF_NOWAIT);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return 1; /* EAGAIN (not cached), or an error the pool reports */
+    if (r == 0) break;   /* the end of the file */
+    got += (uint64_t)r;
+  }
+  read_head(room, j->h.id, got);
+  srv_out_commit(j->c, READ_HEAD + (size_t)got);
+  srv_trace_span("storage", "pread", NULL, t0, got, off, j->h.id);
+  __atomic_add_fetch(&srv_bytes_read, got, __ATOMIC_RELAXED);
+  return 0;
+}
+
 /* 1 only when nowait and the data is not all in the page cache: then nothing was sent. */
 static int do_read_ex(srv_job *j, int nowait) {
   rio_io_req io;
@@ -421,17 +532,25 @@ static int do_read_ex(srv_job *j, int nowait) {
   if (j->hd->acc == RIO_O_WRONLY) return srv_reply(j->c, j->h.type, j->h.id, RIO_EBADF, NULL, 0), 0;
   if (RIO_STATUS + 8 + io.total > srv->cfg.max_request)
     return srv_reply(j->c, j->h.type, j->h.id, RIO_ETOOBIG, NULL, 0), 0;
+  if (nowait && io.nseg == 1 && j->c->out) return read_one_inline(j, &io);
   struct stat st;
   if (fstat(j->hd->fd, &st)) return srv_reply(j->c, j->h.type, j->h.id, st_errno(errno), NULL, 0), 0;
   uint64_t done = read_extent(&io, (uint64_t)st.st_size);
-  uint8_t head[RIO_HDR_SIZE + RIO_STATUS + 8];
-  rio_hdr h = {RIO_VERSION, RIO_T_READ | RIO_REPLY, 0, (uint32_t)(RIO_STATUS + 8 + done), j->h.id};
-  rio_hdr_encode(head, &h);
-  rio_wr w = rio_wr_init(head + RIO_HDR_SIZE, RIO_STATUS + 8);
-  rio_put_status(&w, RIO_OK);
-  rio_put_u64(&w, done);
-  seg_cur cur = {0, 0, done, io.nseg > 1 ? malloc(SIEVE_SPAN) : NULL}; /* no scratch: piece by piece */
-  if (done <= READ_CHUNK && !srv->cfg.emu.disk_bw) {
+  uint8_t head[READ_HEAD];
+  read_head(head, j->h.id, done);
+  int by_sendfile = !nowait && sendfile_fits(j, &io, done);
+  seg_cur cur = {0, 0, done, io.nseg > 1 && !by_sendfile ? malloc(SIEVE_SPAN) : NULL}; /* none: piece by piece */
+  if (by_sendfile) {
+    srv_conn *c = j->c;
+    pthread_mutex_lock(&c->send_mu);
+    uint64_t t0 = srv_now_ns();
+    int r = srv_dead(c) ? -1 : send_more(c, head, sizeof head);
+    if (r == 0) r = sendfile_read(j, &io, done);
+    srv_trace_span("net", "send", "READ", t0, sizeof head + done, 0, j->h.id);
+    __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
+    if (r) srv_set_dead(c);
+    pthread_mutex_unlock(&c->send_mu);
+  } else if (done <= READ_CHUNK && !srv->cfg.emu.disk_bw) {
     int declined = read_small(j, &io, &cur, head, sizeof head, nowait);
     free(cur.scratch);
     if (declined) return 1;
@@ -577,9 +696,10 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size
     uint64_t off, len;
     rio_seg_at(io, i, &off, &len);
     while (len > 0) {
-      size_t n = len < WRITE_CHUNK ? (size_t)len : WRITE_CHUNK;
+      size_t n = len < WRITE_CHUNK ? (size_t)len : WRITE_CHUNK, early = srv_in_buffered(c);
+      if (early && early < n) n = early; /* bytes the reader took in with the frame: copied */
       uint64_t t0 = srv_now_ns();
-      if (st == RIO_OK && n >= SPLICE_MIN && splice_ready(c)) {
+      if (st == RIO_OK && n >= SPLICE_MIN && !early && splice_ready(c)) {
         int werr = 0;
         srv_emulate_disk(n);
         if (splice_chunk(c, hd->fd, off, n, t0 + 60000000000ull, &werr)) {
@@ -593,7 +713,7 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size
         off += n, len -= n;
         continue;
       }
-      int got = c->io->recv(c, c->chunk, n, srv_now_ns() + 60000000000ull);
+      int got = srv_in(c, c->chunk, n, srv_now_ns() + 60000000000ull);
       srv_trace_span("net", "recv", "WRITE data", t0, n, off, h->id);
       if (got) {
         srv_log(LOG_WARN, "conn %llu (%s): truncated WRITE data; closing", (unsigned long long)c->serial, c->peer);

@@ -47,6 +47,9 @@ typedef struct srv_io {
   int (*recv)(srv_conn *c, void *buf, size_t n, uint64_t deadline);
   int (*send)(srv_conn *c, const void *buf, size_t n);
   void (*shutdown)(srv_conn *c);
+  /* Optional: wait (as recv) for at least one byte and return what is there, at most n; -1
+   * as recv. Where it is offered the reader receives many frames per call (srv_in). */
+  ssize_t (*recv_some)(srv_conn *c, void *buf, size_t n, uint64_t deadline);
 } srv_io;
 
 typedef struct srv_handle {
@@ -57,6 +60,8 @@ typedef struct srv_handle {
   ino_t ino;
   int refs;         /* requests in flight on this handle */
   int closing;      /* CLOSE received: new requests refused */
+  int memfs;        /* on tmpfs or ramfs: reads never wait for a device, but RWF_NOWAIT is
+                     * refused there (EOPNOTSUPP), so the reader reads plainly */
   uint64_t close_id;/* the CLOSE's request id, answered when refs drops to 0 */
   struct srv_file *file;
   char name[96];    /* the path, shortened, for log lines */
@@ -83,6 +88,12 @@ struct srv_conn {
                             * made, -1 where splice cannot serve this connection */
   int pipe_ok;
   size_t pipe_cap;
+  uint8_t *in;             /* the reader's input buffer (io->recv_some, after authentication):
+                            * bytes received ahead of the frame being read, [in_pos, in_len) */
+  size_t in_pos, in_len;
+  uint8_t *out;            /* replies the reader made itself (cached small READs), sent at once
+                            * when it would wait for input or the buffer is full */
+  size_t out_len;
   void *link;              /* the emulated link under io (emulate.c), or NULL */
   void *fwd;               /* forwarder state (forward.c), or NULL */
   void *mem;               /* in-memory stream state (fuzzing) */
@@ -122,6 +133,14 @@ void srv_conn_release(srv_conn *c, uint64_t body_bytes); /* a request in flight 
 int srv_reply(srv_conn *c, unsigned type, uint64_t id, int status, const void *body, size_t n);
 int srv_reply_error(srv_conn *c, uint64_t id, int status, const char *msg);
 extern const srv_io srv_socket_io;
+/* The reader's input: exactly n bytes, from the input buffer first (as io->recv otherwise). */
+int srv_in(srv_conn *c, void *buf, size_t n, uint64_t deadline);
+static inline size_t srv_in_buffered(const srv_conn *c) { return c->in_len - c->in_pos; }
+/* Room in the reader's reply buffer for a reply of n bytes (flushing it first if needed), or
+ * NULL when there is no buffer or n does not fit; srv_out_commit adds the n bytes written there. */
+uint8_t *srv_out_room(srv_conn *c, size_t n);
+static inline void srv_out_commit(srv_conn *c, size_t n) { c->out_len += n; }
+int srv_out_flush(srv_conn *c);
 
 /* ops.c: request handlers. A job is one request whose body is in memory; the handler sends its
  * reply (or parks it: LOCK) and then releases the job with srv_job_done. */

@@ -95,7 +95,15 @@ static int tls_send(srv_conn *c, const void *buf, size_t n) {
 
 static void tls_shutdown(srv_conn *c) { shutdown(c->fd, SHUT_RDWR); }
 
-static const srv_io tls_io = {tls_recv, tls_send, tls_shutdown};
+static ssize_t tls_recv_some(srv_conn *c, void *buf, size_t n, uint64_t deadline) {
+  for (;;) {
+    int want = 0, r = tls_step(c, buf, n, 0, &want);
+    if (r != 0) return r; /* bytes, or -1 */
+    if (wait_fd(c->fd, want == 1, deadline)) return -1;
+  }
+}
+
+static const srv_io tls_io = {tls_recv, tls_send, tls_shutdown, tls_recv_some};
 
 int srv_tls_accept(srv_conn *c) {
   tls_conn *t = calloc(1, sizeof *t);

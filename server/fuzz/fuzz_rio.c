@@ -30,6 +30,7 @@ typedef struct mem_stream {
   uint8_t hdr[RIO_HDR_SIZE]; /* reply parser: the header being collected */
   size_t hgot;
   uint64_t skip; /* body bytes of the current reply still to come */
+  uint32_t calls; /* mem_recv_some's, which vary the piece sizes */
 } mem_stream;
 
 static int mem_recv(srv_conn *c, void *buf, size_t n, uint64_t deadline) {
@@ -72,7 +73,21 @@ static int mem_send(srv_conn *c, const void *buf, size_t n) {
 
 static void mem_shutdown(srv_conn *c) { ((mem_stream *)c->mem)->n = 0; }
 
-static const srv_io mem_io = {mem_recv, mem_send, mem_shutdown};
+/* The reader's buffered input takes what the stream hands over: pieces of varying size, so
+ * frames split at every place across its refills. */
+static ssize_t mem_recv_some(srv_conn *c, void *buf, size_t n, uint64_t deadline) {
+  (void)deadline;
+  mem_stream *m = c->mem;
+  if (m->n == 0) return errno = ECONNRESET, -1;
+  size_t k = 1 + (size_t)((++m->calls * 2654435761u) >> 7) % 4096;
+  if (k > n) k = n;
+  if (k > m->n) k = m->n;
+  memcpy(buf, m->p, k);
+  m->p += k, m->n -= k;
+  return (ssize_t)k;
+}
+
+static const srv_io mem_io = {mem_recv, mem_send, mem_shutdown, mem_recv_some};
 
 static char root[256];
 
@@ -265,7 +280,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   srv->cfg.forward_to = mode == 1 ? up_addr : NULL;
-  mem_stream m = {data + 1, size - 1, {0}, 0, 0};
+  mem_stream m = {data + 1, size - 1, {0}, 0, 0, 0};
   srv_conn *c = srv_conn_new(-1, &mem_io, "fuzz");
   if (!c) return 0;
   c->mem = &m;

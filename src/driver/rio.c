@@ -22,6 +22,7 @@
 #include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,8 +102,8 @@ static void nopipe_end(nopipe *n) {
   pthread_sigmask(SIG_SETMASK, &n->old, NULL);
 }
 
-static int tls_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, long long ms) {
-  while (cnt > 0) {
+static int tls_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, size_t min, long long ms, size_t *got) {
+  while (cnt > 0 && *got < min) {
     if (iov->iov_len == 0) {
       iov++, cnt--;
       continue;
@@ -118,6 +119,7 @@ static int tls_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, long long m
     pthread_mutex_unlock(&l->lock);
     if (ok) {
       pario_iov_advance(&iov, &cnt, n);
+      *got += n;
       continue;
     }
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
@@ -130,10 +132,14 @@ static int tls_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, long long m
   return 0;
 }
 
-static int xfer_iov(rio_link *l, int wr, struct iovec *iov, int cnt, long long ms) {
+/* Send (wr) or receive iov (modified) until at least min bytes have moved (*got counts them):
+ * a receive may take more, up to the iovecs' room, so what follows arrives with the same call.
+ * ms: the longest wait without progress. */
+static int xfer_some(rio_link *l, int wr, struct iovec *iov, int cnt, size_t min, long long ms, size_t *got) {
   int fd = l->fd;
-  if (l->ssl) return tls_xfer(l, wr, iov, cnt, ms);
-  while (cnt > 0) {
+  *got = 0;
+  if (l->ssl) return tls_xfer(l, wr, iov, cnt, min, ms, got);
+  while (cnt > 0 && *got < min) {
     if (iov->iov_len == 0) {
       iov++, cnt--;
       continue;
@@ -151,6 +157,7 @@ static int xfer_iov(rio_link *l, int wr, struct iovec *iov, int cnt, long long m
     }
     if (r > 0) {
       pario_iov_advance(&iov, &cnt, (size_t)r);
+      *got += (size_t)r;
       continue;
     }
     if (r == 0) return ECONNRESET; /* the server closed the connection */
@@ -162,21 +169,15 @@ static int xfer_iov(rio_link *l, int wr, struct iovec *iov, int cnt, long long m
   return 0;
 }
 
+/* Send or receive every byte of iov (modified). */
+static int xfer_iov(rio_link *l, int wr, struct iovec *iov, int cnt, long long ms) {
+  size_t got;
+  return xfer_some(l, wr, iov, cnt, SIZE_MAX, ms, &got);
+}
+
 static int read_exact(rio_link *l, void *p, size_t n, long long ms) {
   struct iovec v = {p, n};
   return xfer_iov(l, 0, &v, 1, ms);
-}
-
-/* Read and drop n bytes. */
-static int skip_bytes(rio_link *fd, uint64_t n, long long ms) {
-  char junk[4096];
-  while (n > 0) {
-    size_t k = n < sizeof junk ? (size_t)n : sizeof junk;
-    int e = read_exact(fd, junk, k, ms);
-    if (e) return e;
-    n -= k;
-  }
-  return 0;
 }
 
 /* ---- connections ------------------------------------------------------------------------- */
@@ -223,16 +224,44 @@ typedef struct rio_conn {
   uint64_t max_request;
   uint32_t max_segments;
   uint16_t version;
+  uint8_t *rx;                /* the receiver's read-ahead: [rx_pos, rx_len) of RX_CAP bytes */
+  size_t rx_pos, rx_len;
+  /* Frames without data (READ and the small requests) made while the receiver is handling
+   * replies wait here, copied, and leave together (the rules at queue_frame): bytes
+   * [outq_head, outq_len) of OUTQ_CAP, under lock; NULL under TLS. */
+  uint8_t *outq;
+  size_t outq_head, outq_len;
+  int rx_awake;               /* the receiver is handling bytes it has read: it sends the queue
+                               * before it next waits, so a frame queued now leaves soon */
+  int sending;                /* a thread holding send_lock will look at the queue again */
 } rio_conn;
+
+#define OUTQ_CAP (64u << 10)
+#define QUEUE_BEHIND 8 /* submitted requests in flight that make the queue worth it */
+
+/* The receiver reads this much at a time, so a burst of pipelined replies costs one system call
+ * and one wake-up; a READ's data beyond what it read ahead goes straight to the caller's memory. */
+#define RX_CAP (64u << 10)
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rx_cond = PTHREAD_COND_INITIALIZER;
 static rio_conn *cache;
 static int receivers; /* receiver threads alive, under cache_lock */
 
+/* The process id, asked once (a system call per request otherwise); a forked child asks again. */
+static uint32_t my_pid;
+static void pid_forget(void) { __atomic_store_n(&my_pid, 0, __ATOMIC_RELAXED); }
+static void pid_atfork(void) { pthread_atfork(NULL, NULL, pid_forget); }
+
 static uint64_t next_id(void) {
   static uint64_t counter;
-  return ((uint64_t)(uint32_t)getpid() << 32) | (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) & 0xffffffffu);
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  uint32_t pid = __atomic_load_n(&my_pid, __ATOMIC_RELAXED);
+  if (!pid) {
+    pthread_once(&once, pid_atfork);
+    __atomic_store_n(&my_pid, pid = (uint32_t)getpid(), __ATOMIC_RELAXED);
+  }
+  return ((uint64_t)pid << 32) | (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) & 0xffffffffu);
 }
 
 /* Under c->lock: the connection is dead (err says why); every waiter not being filled fails
@@ -243,6 +272,7 @@ static void kill_locked(rio_conn *c, int err) {
     c->err = err ? err : ECONNRESET;
     shutdown(c->link.fd, SHUT_RDWR);
     pthread_cond_broadcast(&c->send_cond);
+    c->outq_head = c->outq_len = 0; /* never sent: their requests fail below or in the sweep */
   }
   for (rio_req **pp = &c->pending; *pp;) {
     rio_req *r = *pp;
@@ -281,6 +311,8 @@ static void conn_put(rio_conn *c) {
   pthread_mutex_destroy(&c->send_lock);
   pthread_cond_destroy(&c->cond);
   pthread_cond_destroy(&c->send_cond);
+  free(c->rx);
+  free(c->outq);
   free(c);
 }
 
@@ -295,6 +327,177 @@ static void *thread_gone(rio_conn *c) {
   return NULL;
 }
 
+/* ---- the send queue: many frames per system call ------------------------------------------------
+ * Pipelined requests are mostly made while the receiver handles a burst of replies (each
+ * completion lets the caller make the next request). Such a frame without data is copied into
+ * the queue instead of being sent: the receiver sends the whole queue with one system call
+ * before it next waits, so the frame leaves within that burst, and the server reads the burst
+ * of frames with one call too. A frame is queued only while the receiver is awake or the queue
+ * is not empty (then whoever sends next sends it first, keeping the order); otherwise, and for
+ * frames with data, the caller sends as before, the queued frames first. Also queued: frames
+ * made while QUEUE_BEHIND submitted requests are in flight. Their replies are coming (the
+ * queue was empty when the receiver last waited, so those requests are on the wire), the
+ * receiver wakes for the first of them and sends the queue, and the server would have read
+ * the new frame only after theirs anyway; the application's thread then makes no system call
+ * per request (a loopback send costs the server's receive processing too). The receiver never
+ * blocks on a send (the server may be blocked sending to it): it sends without waiting and
+ * polls for room, or leaves the queue to the thread that holds the send lock. */
+
+/* Under c->lock: copy the frame into the queue when the rules allow. 1 when queued. */
+static int queue_frame(rio_conn *c, const uint8_t *hb, const void *body, size_t blen) {
+  int soon = c->rx_awake || c->outq_len > c->outq_head || c->naio >= QUEUE_BEHIND;
+  if (!c->outq || !soon || c->outq_len + RIO_HDR_SIZE + blen > OUTQ_CAP) return 0;
+  memcpy(c->outq + c->outq_len, hb, RIO_HDR_SIZE);
+  if (blen) memcpy(c->outq + c->outq_len + RIO_HDR_SIZE, body, blen);
+  c->outq_len += RIO_HDR_SIZE + blen;
+  return 1;
+}
+
+/* Under c->lock: n bytes of the queue have left (unless the connection died meanwhile and
+ * kill_locked emptied the queue). */
+static void queue_sent(rio_conn *c, size_t n) {
+  if (c->dead) return;
+  c->outq_head += n;
+  if (c->outq_head == c->outq_len) c->outq_head = c->outq_len = 0;
+}
+
+/* Send v (cnt iovecs; v[0] is a free slot) after the queued frames, then whatever has been
+ * queued meanwhile, holding the send lock. 0 or an errno. */
+static int send_direct(rio_conn *c, struct iovec *v, int cnt) {
+  int e = 0;
+  pthread_mutex_lock(&c->send_lock);
+  for (int first = 1; !e; first = 0) {
+    pthread_mutex_lock(&c->lock);
+    size_t h = c->outq_head, n = c->outq_len - h;
+    c->sending = first || n > 0;
+    pthread_mutex_unlock(&c->lock);
+    if (!first && !n) break;
+    v[0] = (struct iovec){c->outq ? c->outq + h : NULL, n};
+    e = xfer_iov(&c->link, 1, v, first ? cnt : 1, c->timeout_ms);
+    pthread_mutex_lock(&c->lock);
+    if (!e) queue_sent(c, n);
+    pthread_mutex_unlock(&c->lock);
+  }
+  pthread_mutex_lock(&c->lock);
+  c->sending = 0;
+  pthread_mutex_unlock(&c->lock);
+  pthread_mutex_unlock(&c->send_lock);
+  return e;
+}
+
+/* The receiver's send of the queue, never waiting: 0 when it is empty, 1 when the socket is
+ * full (poll for POLLOUT), 2 when another thread holds the send lock. */
+static int queue_flush_nowait(rio_conn *c) {
+  if (pthread_mutex_trylock(&c->send_lock)) return 2;
+  int st = 0;
+  for (;;) {
+    pthread_mutex_lock(&c->lock);
+    size_t h = c->outq_head, n = c->outq_len - h;
+    int dead = c->dead;
+    pthread_mutex_unlock(&c->lock);
+    if (!n || dead) break;
+    ssize_t k = send(c->link.fd, c->outq + h, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      st = 1;
+      break;
+    }
+    if (k <= 0) {
+      conn_kill(c, k == 0 || errno == EPIPE ? ECONNRESET : errno);
+      break;
+    }
+    pthread_mutex_lock(&c->lock);
+    queue_sent(c, (size_t)k);
+    pthread_mutex_unlock(&c->lock);
+  }
+  pthread_mutex_unlock(&c->send_lock);
+  return st;
+}
+
+/* The receiver has read bytes and handles them: frames made meanwhile may wait for it. */
+static void rx_wake(rio_conn *c) {
+  if (!c->outq) return;
+  pthread_mutex_lock(&c->lock);
+  c->rx_awake = 1;
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* Before the receiver may wait for the socket: the queue leaves first (or is left to the
+ * thread that holds the send lock and will look at it again). POLLOUT when bytes are left for
+ * lack of room in the socket, else 0. */
+static short rx_before_wait(rio_conn *c) {
+  if (!c->outq) return 0;
+  pthread_mutex_lock(&c->lock);
+  c->rx_awake = 0; /* from now on a frame is queued only behind others */
+  pthread_mutex_unlock(&c->lock);
+  for (;;) {
+    int st = queue_flush_nowait(c);
+    if (st == 1) return POLLOUT;
+    pthread_mutex_lock(&c->lock);
+    int left = c->outq_len > c->outq_head && !c->dead, other = c->sending;
+    pthread_mutex_unlock(&c->lock);
+    if (!left || (st == 2 && other)) return 0;
+    if (st == 2) sched_yield(); /* the holder is past its last look: it lets go at once */
+  }
+}
+
+/* ---- the receiver's input: read ahead into c->rx ---------------------------------------------- */
+
+static size_t rx_have(const rio_conn *c) { return c->rx_len - c->rx_pos; }
+
+/* Fill dst (cnt iovecs, modified; dst[cnt] is a spare slot) with the next bytes of the stream:
+ * those read ahead first, then straight from the socket into dst, with whatever has arrived
+ * after them read ahead into c->rx by the same call. */
+static int rx_read(rio_conn *c, struct iovec *dst, int cnt, long long ms) {
+  size_t need = 0;
+  while (cnt > 0 && rx_have(c) > 0) {
+    size_t k = dst->iov_len < rx_have(c) ? dst->iov_len : rx_have(c);
+    memcpy(dst->iov_base, c->rx + c->rx_pos, k);
+    c->rx_pos += k;
+    pario_iov_advance(&dst, &cnt, k);
+  }
+  for (int i = 0; i < cnt; i++) need += dst[i].iov_len;
+  if (need == 0) return 0;
+  c->rx_pos = c->rx_len = 0;
+  dst[cnt] = (struct iovec){c->rx, RX_CAP};
+  size_t got;
+  rx_before_wait(c); /* the rest of this reply may be slow to come */
+  int e = xfer_some(&c->link, 0, dst, cnt + 1, need, ms, &got);
+  if (!e) c->rx_len = got - need;
+  rx_wake(c);
+  return e;
+}
+
+/* Read and drop n bytes. */
+static int rx_skip(rio_conn *c, uint64_t n, long long ms) {
+  while (n > 0) {
+    if (rx_have(c) == 0) {
+      struct iovec v = {c->rx, RX_CAP};
+      c->rx_pos = c->rx_len = 0;
+      rx_before_wait(c);
+      int e = xfer_some(&c->link, 0, &v, 1, 1, ms, &c->rx_len);
+      rx_wake(c);
+      if (e) return e;
+    }
+    size_t k = rx_have(c) < n ? rx_have(c) : (size_t)n;
+    c->rx_pos += k;
+    n -= k;
+  }
+  return 0;
+}
+
+/* Tracing on: one span per request, its wire id as the flow, which the server's events of
+ * the same request carry too (pario trace merge draws the arrow); a submitted request's on the
+ * receiver's thread. */
+static void req_span(const rio_req *r) {
+  static const char *const names[RIO_T_MAX + 1] = {"", "rio HELLO", "rio AUTH", "rio PING", "rio OPEN",
+      "rio CLOSE", "rio DELETE", "rio STAT", "rio SET_SIZE", "rio PREALLOCATE", "rio SYNC", "rio READ",
+      "rio WRITE", "rio LOCK", "rio COUNTER", "rio ERROR"};
+  if (r->t0 && r->type <= RIO_T_MAX)
+    PARIO_TRACE_SPANX(PARIO_TC_DRIVER, names[r->type], r->t0, r->id, NULL, NULL, PARIO_TA("sent", r->sent),
+                      PARIO_TA("received", r->got), PARIO_TA("err", r->err));
+}
+
 /* The receiver: the body of the reply h (its status block sb read with the header) into the
  * waiting request. A transport or protocol error is returned (it ends the connection); a
  * status error goes to the waiter. */
@@ -305,7 +508,7 @@ static int take_reply(rio_conn *c, const rio_hdr *h, const uint8_t *sb) {
   for (r = c->pending; r && r->id != h->id; r = r->next) {}
   if (r) r->state = RECEIVING;
   pthread_mutex_unlock(&c->lock);
-  if (!r) return skip_bytes(&c->link, h->len - RIO_STATUS, ms); /* e.g. ERROR id 0 */
+  if (!r) return rx_skip(c, h->len - RIO_STATUS, ms); /* e.g. ERROR id 0 */
   unsigned t = h->type & ~RIO_REPLY;
   int e = t != r->type && t != RIO_T_ERROR ? EPROTO : 0;
   int status = RIO_OK;
@@ -316,13 +519,13 @@ static int take_reply(rio_conn *c, const rio_hdr *h, const uint8_t *sb) {
     if (status == RIO_OK && t == RIO_T_ERROR) status = RIO_EPROTO;
   }
   if (!e && status != RIO_OK) {
-    e = skip_bytes(&c->link, rest, ms);
+    e = rx_skip(c, rest, ms);
   } else if (!e && r->type == RIO_T_READ) {
     /* the count and the data in one read: the frame's length says how many bytes come */
     uint8_t db[8];
     uint64_t done = rest < 8 ? 0 : rest - 8;
     e = rest < 8 || done > r->want ? EPROTO : 0;
-    struct iovec small[9], *v = r->iovcnt + 1 <= 9 ? small : malloc(sizeof *v * (size_t)(r->iovcnt + 1));
+    struct iovec small[10], *v = r->iovcnt + 2 <= 10 ? small : malloc(sizeof *v * (size_t)(r->iovcnt + 2));
     int n = 1;
     if (!e && !v) e = ENOMEM;
     if (!e) {
@@ -333,13 +536,14 @@ static int take_reply(rio_conn *c, const rio_hdr *h, const uint8_t *sb) {
         if (v[n].iov_len > left) v[n].iov_len = (size_t)left;
         left -= v[n++].iov_len;
       }
-      e = xfer_iov(&c->link, 0, v, n, ms);
+      e = rx_read(c, v, n, ms);
     }
     if (v != small) free(v);
     if (!e && rio_load_u64(db) != done) e = EPROTO;
     r->got = e ? 0 : done;
   } else if (!e) {
-    e = rest > sizeof r->fixed ? EPROTO : read_exact(&c->link, r->fixed, rest, ms);
+    struct iovec v[2] = {{r->fixed, rest}};
+    e = rest > sizeof r->fixed ? EPROTO : rx_read(c, v, 1, ms);
     r->fixedn = rest;
   }
   pthread_mutex_lock(&c->lock);
@@ -354,7 +558,7 @@ static int take_reply(rio_conn *c, const rio_hdr *h, const uint8_t *sb) {
   if (aio) c->naio--;
   pthread_cond_broadcast(&c->cond);
   pthread_mutex_unlock(&c->lock);
-  if (aio) aio_part_done(aio);
+  if (aio) req_span(r), aio_part_done(aio); /* r may go with its transfer */
   return e;
 }
 
@@ -401,6 +605,27 @@ static long long aio_tick(const rio_conn *c) {
   return ms < 1 ? 1 : ms > 1000 ? 1000 : ms;
 }
 
+/* The receiver between bursts: the queue sent, then a wait for replies (and for room to send
+ * the rest of the queue) in ticks, looking at the submitted requests' deadlines. 0 when bytes
+ * have been read ahead. */
+static int rx_idle(rio_conn *c, uint64_t last_reply) {
+  short more = rx_before_wait(c);
+  for (;;) {
+    struct iovec v = {c->rx, RX_CAP};
+    c->rx_pos = c->rx_len = 0;
+    int e = xfer_some(&c->link, 0, &v, 1, 1, 0, &c->rx_len); /* what is there, without waiting */
+    if (e != ETIMEDOUT) {
+      if (!e) rx_wake(c);
+      return e;
+    }
+    struct pollfd p = {c->link.fd, (short)(POLLIN | more), 0};
+    int r = poll(&p, 1, (int)aio_tick(c));
+    if (r < 0 && errno != EINTR) return errno;
+    if (r == 0 && (e = aio_overdue(c, last_reply)) != 0) return e;
+    if (p.revents & POLLOUT) more = rx_before_wait(c);
+  }
+}
+
 static void *receiver(void *arg) {
   rio_conn *c = arg;
   int e;
@@ -409,21 +634,11 @@ static void *receiver(void *arg) {
     uint8_t hb[RIO_HDR_SIZE + RIO_STATUS]; /* every reply starts with its status block */
     rio_hdr h;
     /* idle connections wait without limit, looking at the submitted requests' deadlines every
-     * tick (TLS may hold decrypted bytes already); a body must keep coming */
-    size_t got = 0;
-    ssize_t r = c->link.ssl ? -1 : recv(c->link.fd, hb, sizeof hb, MSG_DONTWAIT); /* pipelined: there */
-    if (r > 0) got = (size_t)r;
-    e = r == 0 ? ECONNRESET : r < 0 && !c->link.ssl && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR ? errno : 0;
-    if (!e && !got) {
-      /* a tick, not an endless wait: a request submitted while this thread sleeps has no
-       * other watcher of its deadline */
-      e = c->link.ssl && SSL_pending(c->link.ssl) > 0 ? 0 : wait_fd(c->link.fd, POLLIN, aio_tick(c));
-      if (e == ETIMEDOUT) {
-        if ((e = aio_overdue(c, last_reply)) != 0) break;
-        continue;
-      }
-    }
-    if (!e) e = read_exact(&c->link, hb + got, sizeof hb - got, c->timeout_ms);
+     * tick (a request submitted while this thread sleeps has no other watcher of its
+     * deadline); a reply that has begun must keep coming */
+    if (rx_have(c) == 0 && (e = rx_idle(c, last_reply)) != 0) break;
+    struct iovec v[2] = {{hb, sizeof hb}};
+    e = rx_read(c, v, 1, c->timeout_ms);
     if (!e && (rio_hdr_decode(hb, &h) || !(h.type & RIO_REPLY) || h.len < RIO_STATUS ||
                h.len > c->max_request + 4096))
       e = EPROTO;
@@ -451,25 +666,25 @@ static void start(rio_conn *c, rio_req *r, unsigned type, const void *body, size
   r->since = r->aio ? now_ns() : 0;
   rio_hdr_encode(hb, &h);
   pthread_mutex_lock(&c->lock);
-  int dead = c->dead;
+  int dead = c->dead, queued = 0;
   if (dead) r->state = DONE, r->err = c->err;
   else r->next = c->pending, c->pending = r, c->naio += r->aio != NULL;
+  if (!dead && !datalen) queued = queue_frame(c, hb, body, blen);
   pthread_mutex_unlock(&c->lock);
   if (dead) {
     if (r->aio) aio_part_done(r->aio); /* the receiver has swept already, or never will see it */
     return;
   }
-  struct iovec small[16], *v = datacnt + 2 <= 16 ? small : malloc(sizeof *v * (size_t)(datacnt + 2));
+  if (queued) return;
+  struct iovec small[16], *v = datacnt + 3 <= 16 ? small : malloc(sizeof *v * (size_t)(datacnt + 3));
   if (!v) {
     conn_kill(c, ENOMEM);
     return;
   }
-  v[0] = (struct iovec){hb, sizeof hb};
-  v[1] = (struct iovec){(void *)body, blen};
-  for (int i = 0; i < datacnt; i++) v[2 + i] = data[i];
-  pthread_mutex_lock(&c->send_lock);
-  int e = xfer_iov(&c->link, 1, v, datacnt + 2, c->timeout_ms);
-  pthread_mutex_unlock(&c->send_lock);
+  v[1] = (struct iovec){hb, sizeof hb};
+  v[2] = (struct iovec){(void *)body, blen};
+  for (int i = 0; i < datacnt; i++) v[3 + i] = data[i];
+  int e = send_direct(c, v, datacnt + 3);
   if (v != small) free(v);
   if (e) conn_kill(c, e == EPIPE ? ECONNRESET : e);
 }
@@ -486,14 +701,7 @@ static int finish(rio_conn *c, rio_req *r, long long ms) {
     }
   }
   pthread_mutex_unlock(&c->lock);
-  /* Tracing on: one span per request, its wire id as the flow, which the server's events of
-   * the same request carry too (pario trace merge draws the arrow). */
-  static const char *const names[RIO_T_MAX + 1] = {"", "rio HELLO", "rio AUTH", "rio PING", "rio OPEN",
-      "rio CLOSE", "rio DELETE", "rio STAT", "rio SET_SIZE", "rio PREALLOCATE", "rio SYNC", "rio READ",
-      "rio WRITE", "rio LOCK", "rio COUNTER", "rio ERROR"};
-  if (r->t0 && r->type <= RIO_T_MAX)
-    PARIO_TRACE_SPANX(PARIO_TC_DRIVER, names[r->type], r->t0, r->id, NULL, NULL, PARIO_TA("sent", r->sent),
-                      PARIO_TA("received", r->got), PARIO_TA("err", r->err));
+  req_span(r);
   return r->err;
 }
 
@@ -704,9 +912,13 @@ static int conn_get(const rio_where *w, rio_conn **out) {
     pthread_attr_init(&ta);
     pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
     pthread_t tid;
-    e = pthread_create(&tid, &ta, receiver, c);
+    c->rx = malloc(RX_CAP);
+    c->outq = c->link.ssl ? NULL : malloc(OUTQ_CAP); /* TLS: every frame is sent by its caller */
+    e = c->rx && (c->outq || c->link.ssl) ? pthread_create(&tid, &ta, receiver, c) : ENOMEM;
     pthread_attr_destroy(&ta);
     if (e) {
+      free(c->rx);
+      free(c->outq);
       link_close(&c->link);
       pthread_mutex_destroy(&c->lock);
       pthread_mutex_destroy(&c->send_lock);

@@ -154,6 +154,37 @@ static int open_hpio(const char *url, const char *name, int amode, char *path, s
   return 0;
 }
 
+/* The windows of one access in flight together (more of them than go at once: 32 windows of
+ * 4 KiB), then an access that runs past the end of file: the bytes up to it, in order. */
+static void noncontig_windows(MPI_File fh, MPI_Info info, const unsigned char *w, unsigned char *r, long n) {
+  MPI_Info_set(info, "ind_rd_buffer_size", "4096");
+  MPI_File_set_info(fh, info);
+  memset(r, 0, (size_t)n);
+  long long before = requests(fh);
+  int rc = MPI_File_read_at(fh, 0, r, (int)n, MPI_BYTE, MPI_STATUS_IGNORE);
+  long long reads = requests(fh) - before;
+  CHECK(rc == MPI_SUCCESS && !memcmp(r, w, (size_t)n), "read in 4 KiB windows: %s", err_text(rc));
+  CHECK(reads == n / 4096, "read in 4 KiB windows: %lld requests, want %ld", reads, n / 4096);
+  MPI_Status st;
+  MPI_Offset size = 0;
+  int count = -1;
+  long want = 0; /* this rank's view bytes from n / 2 that lie before the end of file */
+  MPI_File_get_size(fh, &size);
+  long extent = (long)(REGIONS - 1) * np * 2 * REG + REG; /* the filetype's: it tiles from there */
+  for (long k = n / 2 / REG; k < n / 2 / REG + n / REG; k++) {
+    long off = (long)rank * 2 * REG + k / REGIONS * extent + k % REGIONS * np * 2 * REG;
+    if (off >= size) break;
+    want += size - off < REG ? size - off : REG;
+  }
+  memset(r, 0, (size_t)n);
+  rc = MPI_File_read_at(fh, n / 2, r, (int)n, MPI_BYTE, &st); /* its second half lies past the end */
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  CHECK(rc == MPI_SUCCESS && count == want && want >= n / 2 && !memcmp(r, w + n / 2, (size_t)(n / 2)),
+        "read across the end of file in windows: %d bytes, want %ld: %s", count, want, err_text(rc));
+  MPI_Info_set(info, "ind_rd_buffer_size", "65536");
+  MPI_File_set_info(fh, info);
+}
+
 static void noncontig(const char *url) {
   char path[1024];
   MPI_Info info;
@@ -181,6 +212,7 @@ static void noncontig(const char *url) {
   CHECK(reads == windows, "noncontiguous read: %lld requests, want %lld", reads, windows);
   if (rank == 0) printf("noncontig: %d pieces of %d B per rank: %lld write and %lld read requests\n", REGIONS, REG,
                         writes, reads);
+  noncontig_windows(fh, info, w, r, n);
   /* the whole file, holes included, through the default view */
   MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
   long total = (long)np * 2 * REG * REGIONS;

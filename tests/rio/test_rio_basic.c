@@ -1,8 +1,10 @@
 /* pario-server end to end through the raw protocol: every request type checked against the bytes
  * on disk, streamed transfers, end of file inside a READ, locks that wait without blocking,
- * the shared counter, 32 pipelined requests, stale handles, a clean SIGTERM shutdown.
+ * the shared counter, 32 pipelined requests, 600 frames sent as one stream cut into uneven
+ * pieces (the server's read-ahead and batched replies), stale handles, a clean SIGTERM shutdown.
  * usage: test_rio_basic PARIO_SERVER [SERVER OPTIONS...] */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -149,6 +151,117 @@ static void test_pipeline(rc_conn *c) {
   rc_handle_op(c, RIO_T_CLOSE, h);
 }
 
+/* ---- a burst of frames in uneven pieces: the server's read-ahead and batched replies ---- */
+enum { NF = 600, FSIZE = 1 << 20, WBASE = 1 << 21 };
+static uint8_t pat(uint64_t off) { return (uint8_t)(off * 131 + 7); }
+
+typedef struct burst {
+  int fd;
+  uint8_t *stream;
+  size_t n;
+} burst;
+
+/* Sent from a thread while the replies are read: neither side may wait for the other. */
+static void *send_pieces(void *arg) {
+  burst *b = arg;
+  static const size_t cut[] = {1, 3, 64, 1000, 5000, 70000, 23};
+  for (size_t at = 0, i = 0; at < b->n; i++) {
+    size_t k = cut[i % 7] < b->n - at ? cut[i % 7] : b->n - at;
+    if (rc_send_all(b->fd, b->stream + at, k)) break;
+    at += k;
+  }
+  return NULL;
+}
+
+static void append(burst *b, unsigned type, uint64_t id, const uint8_t *body, size_t n) {
+  rio_hdr h = {RIO_VERSION, (uint16_t)type, 0, (uint32_t)n, id};
+  rio_hdr_encode(b->stream + b->n, &h);
+  memcpy(b->stream + b->n + RIO_HDR_SIZE, body, n);
+  b->n += RIO_HDR_SIZE + n;
+}
+
+/* Frame i of the burst: a READ of 1 or 3 segments of many sizes, some across the end of the
+ * file (expected bytes into want, *wn), or every 50th a WRITE to the second file. */
+static void burst_frame(burst *b, int i, uint64_t h, uint64_t h2, uint8_t *want, size_t *wn) {
+  size_t n;
+  *wn = 0;
+  if (i % 50 == 25) {
+    uint64_t off = WBASE + (uint64_t)i * 4096, len = i % 100 == 25 ? 200000 : 100;
+    uint8_t *data = malloc(len);
+    for (uint64_t k = 0; k < len; k++) data[k] = (uint8_t)(i + k);
+    uint8_t *body = rc_io_body(h2, 0, 0, 1, &off, &len, data, &n);
+    append(b, RIO_T_WRITE, 5000 + (uint64_t)i, body, n);
+    free(body), free(data);
+    return;
+  }
+  uint32_t nseg = i % 7 == 0 ? 3 : 1;
+  uint64_t off[3], len[3];
+  int ended = 0;
+  for (uint32_t s = 0; s < nseg; s++) {
+    off[s] = ((uint64_t)i * 104729 + s * 7000) % (FSIZE + 4096);
+    len[s] = 1 + ((uint64_t)i * 7919 + s) % 9000;
+    for (uint64_t k = 0; k < len[s] && !ended; k++) { /* the bytes up to the end of file, then none */
+      if (off[s] + k >= FSIZE) ended = 1;
+      else want[(*wn)++] = pat(off[s] + k);
+    }
+  }
+  uint8_t *body = rc_io_body(h, 0, 0, nseg, off, len, NULL, &n);
+  append(b, RIO_T_READ, 5000 + (uint64_t)i, body, n);
+  free(body);
+}
+
+static int burst_ok(const uint8_t *rb) {
+  rio_rd rd = rio_rd_init(rb, RIO_STATUS);
+  return rio_get_status(&rd) == RIO_OK;
+}
+
+static void test_burst(rc_conn *c) {
+  uint64_t h, h2, off = 0, len = FSIZE, done = 0;
+  uint8_t *data = malloc(FSIZE);
+  for (uint64_t k = 0; k < FSIZE; k++) data[k] = pat(k);
+  CHECK(rc_open(c, "burst", RIO_O_RDWR | RIO_O_CREAT | RIO_O_TRUNC, 0600, &h, NULL) == 0 &&
+            rc_open(c, "burst2", RIO_O_RDWR | RIO_O_CREAT | RIO_O_TRUNC, 0600, &h2, NULL) == 0, "open burst files");
+  CHECK(rc_write(c, h, 1, &off, &len, data, &done) == 0 && done == FSIZE, "1 MiB written");
+  burst b = {c->fd, malloc((size_t)NF * 300 + 8u * 210000), 0};
+  uint8_t **want = calloc(NF, sizeof *want);
+  size_t *wn = calloc(NF, sizeof *wn);
+  for (int i = 0; i < NF; i++) {
+    want[i] = malloc(3 * 9000);
+    burst_frame(&b, i, h, h2, want[i], &wn[i]);
+  }
+  pthread_t t;
+  pthread_create(&t, NULL, send_pieces, &b);
+  int good = 0, seen[NF] = {0};
+  for (int got = 0; got < NF; got++) {
+    rio_hdr hh;
+    uint8_t *rb;
+    if (rc_recv_frame(c->fd, &hh, &rb, 20000)) break;
+    int i = (int)(hh.id - 5000);
+    if (i >= 0 && i < NF && !seen[i] && hh.len >= 16 && burst_ok(rb)) {
+      seen[i] = 1;
+      if (i % 50 == 25) good += hh.type == (RIO_T_WRITE | RIO_REPLY) && rio_load_u64(rb + 8) == (i % 100 == 25 ? 200000u : 100u);
+      else good += hh.type == (RIO_T_READ | RIO_REPLY) && hh.len == 16 + wn[i] && rio_load_u64(rb + 8) == wn[i] &&
+                   !memcmp(rb + 16, want[i], wn[i]);
+    }
+    free(rb);
+  }
+  pthread_join(t, NULL);
+  CHECK(good == NF, "%d frames sent in uneven pieces: every reply with the right bytes (%d)", NF, good);
+  int wgood = 0;
+  uint8_t *disk = malloc(200000);
+  for (int i = 25; i < NF; i += 50) {
+    size_t wl = i % 100 == 25 ? 200000 : 100, k = 0;
+    if (disk_bytes("burst2", WBASE + (uint64_t)i * 4096, disk, wl) == 0)
+      while (k < wl && disk[k] == (uint8_t)(i + k)) k++;
+    wgood += k == wl;
+  }
+  CHECK(wgood == NF / 50, "the WRITEs among them on disk (%d)", wgood);
+  for (int i = 0; i < NF; i++) free(want[i]);
+  free(want), free(wn), free(b.stream), free(data), free(disk);
+  rc_handle_op(c, RIO_T_CLOSE, h);
+  rc_handle_op(c, RIO_T_CLOSE, h2);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return fprintf(stderr, "usage: %s PARIO_SERVER\n", argv[0]), 2;
   const char *extra[16] = {"--threads", "2", "--log-level", "debug"};
@@ -164,6 +277,7 @@ int main(int argc, char **argv) {
   test_large(&c1);
   test_locks_counter(&c1, &c2);
   test_pipeline(&c2);
+  if (!getenv("PARIO_RIO_TEST_TLS_CA")) test_burst(&c1); /* one SSL object: no sending thread */
   rc_close_conn(&c1);
   rc_close_conn(&c2);
   CHECK(rc_server_stop(&S) == 0, "clean stop on SIGTERM");

@@ -160,14 +160,21 @@ def config_stats(trace: tr.Trace, cfg: Config) -> ConfigStats:
         for c in calls[p.rank][:n]:
             nbytes += int((c.get("args") or {}).get("bytes", 0))
             a, b, tid = c["t"], c["t"] + c["d"], c.get("tid", 0)
-            inside = sorted((e for e in p.spans if e.get("cat") == "driver" and e.get("tid", 0) == tid
-                             and a <= e["t"] <= b), key=lambda e: (e["t"], -e["d"]))
+            during = [e for e in p.spans if e.get("cat") == "driver" and a <= e["t"] <= b]
+            inside = sorted((e for e in during if e.get("tid", 0) == tid), key=lambda e: (e["t"], -e["d"]))
             for i, e in enumerate(inside):
                 # the request is the innermost span: core's span of a transfer (its own id)
                 # holds the remote driver's (the id the server saw)
                 if i + 1 < len(inside) and inside[i + 1]["t"] < e["t"] + e["d"]:
                     continue
                 if isinstance(e.get("flow"), int) and e["flow"]:
+                    kinds[e["flow"]] = e.get("name", "")
+            # requests submitted by the call and completed by the connection's receiver thread
+            # are recorded there (driver/rio.c), side by side rather than nested; the engine's
+            # workers (pario-io) run other calls' jobs
+            for e in during:
+                if (e.get("tid", 0) != tid and not str(e.get("thread", "")).startswith("pario-io")
+                        and isinstance(e.get("flow"), int) and e["flow"]):
                     kinds[e["flow"]] = e.get("name", "")
     flows = set(kinds)
     writes = sum(1 for k in kinds.values() if _is_write(k))

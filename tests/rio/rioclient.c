@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,17 +132,34 @@ int rc_log_has(const rc_server *s, const char *needle) {
 #define MAX_FD 4096
 static SSL *tls_of[MAX_FD];
 static SSL_CTX *tls_ctx;
+static pthread_mutex_t tls_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The one client context, made by the first connection. Under a lock: rio-load's client
+ * threads connect at once, and a second thread replacing the context before the first had
+ * loaded the CA into it failed a connection's certificate check now and then (rio_tls). */
+static SSL_CTX *tls_context(const char *ca) {
+  pthread_mutex_lock(&tls_ctx_lock);
+  if (!tls_ctx) {
+    SSL_CTX *c = SSL_CTX_new(TLS_client_method());
+    if (c && SSL_CTX_load_verify_locations(c, ca, NULL) == 1) {
+      SSL_CTX_set_verify(c, SSL_VERIFY_PEER, NULL);
+      tls_ctx = c;
+    } else if (c) {
+      SSL_CTX_free(c);
+    }
+  }
+  SSL_CTX *c = tls_ctx;
+  pthread_mutex_unlock(&tls_ctx_lock);
+  return c;
+}
 
 static int tls_connect(int fd, const char *host) {
   const char *ca = getenv("PARIO_RIO_TEST_TLS_CA");
   if (!ca || !*ca) return 0;
   if (fd >= MAX_FD) return -1;
-  if (!tls_ctx) {
-    tls_ctx = SSL_CTX_new(TLS_client_method());
-    if (!tls_ctx || SSL_CTX_load_verify_locations(tls_ctx, ca, NULL) != 1) return -1;
-    SSL_CTX_set_verify(tls_ctx, SSL_VERIFY_PEER, NULL);
-  }
-  SSL *ssl = SSL_new(tls_ctx);
+  SSL_CTX *ctx = tls_context(ca);
+  if (!ctx) return -1;
+  SSL *ssl = SSL_new(ctx);
   if (!ssl) return -1;
   SSL_set_fd(ssl, fd);
   SSL_set1_host(ssl, host);

@@ -154,6 +154,7 @@ void file_close(result *r, MPI_File *fh, const char *what);
 void res_common_params(result *r);
 /* Collective over MPI_COMM_WORLD: rank 0 deletes path (errors ignored), then a barrier. */
 void file_remove(const char *path);
+void bench_settle(void); /* barrier, sync() on rank 0, barrier */
 /* Collective: rank 0 flips one byte of path at off (the hidden --inject-corruption). */
 int corrupt_byte(const char *path, MPI_Offset off);
 /* MPI_Barrier on MPI_COMM_WORLD without busy-polling (result.c says why). */
@@ -205,6 +206,7 @@ double compute_rate_all(void);
 double trimmed_mean(const double *v, int n);
 /* Median of v[n] (mean of the two middle values when n is even); min and max through lo, hi. */
 double median_of(const double *v, int n, double *lo, double *hi);
+void posix_xfer(result *r, int fd, MPI_Offset off, unsigned char *buf, size_t len, int write);
 /* Metric k = median of v[n], and k_min, k_max (the --repeat spread). Returns the median. */
 double jo_spread(jobj *o, const char *k, const double *v, int n);
 

@@ -147,20 +147,6 @@ static void io_close(result *r, cfs_io *io) {
   }
 }
 
-static void posix_xfer(result *r, int fd, MPI_Offset off, unsigned char *buf, size_t len, int write) {
-  for (size_t done = 0; done < len;) {
-    ssize_t n = write ? pwrite(fd, buf + done, len - done, off + (off_t)done)
-                      : pread(fd, buf + done, len - done, off + (off_t)done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      res_fail(r, "%s at %lld: %s", write ? "pwrite" : "pread", (long long)off + (long long)done,
-               n < 0 ? strerror(errno) : "unexpected end of file");
-      return;
-    }
-    done += (size_t)n;
-  }
-}
-
 static void io_xfer(result *r, cfs_io *io, MPI_Offset off, unsigned char *buf, size_t len, int write) {
   if (io->posix) {
     if (io->fd >= 0) posix_xfer(r, io->fd, off, buf, len, write);

@@ -1,14 +1,17 @@
 /* pario-bench overlap: Büttner's non-blocking I/O benchmark (seed 000, ch. 5-6): calibrate a
- * compute workload against concurrent writes (get_workload), fill the storage's write cache,
+ * compute workload against concurrent writes (calibrate), fill the storage's write cache,
  * then time iwrite + compute + wait against write then compute, and report the thesis's fields. */
 #include "bench.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const scenario_names[] = {"equal", "io-bound", "compute-bound"};
 static const char *const api_names[] = {"native", "thread"};
@@ -52,9 +55,12 @@ const char overlap_usage[] =
     "                            results.txt; - for stdout)\n"
     "      --verbose             print every calibration try (rank 0)\n"
     "The limit: ideal_ratio = max(io, calc) / (io + calc) from the blocking phase's times;\n"
-    "share = ideal_ratio / ratio (1: the overlap is perfect).\n" REPEAT_HELP COMMON_HELP;
+    "share = ideal_ratio / ratio (1: the overlap is perfect). limit_ratio: the same with each\n"
+    "rank's time for a plain pwrite of its block while all ranks write at once (O_DIRECT when\n"
+    "direct) as the I/O, the best the nonblocking phase can do on this device; limit_share =\n"
+    "limit_ratio / ratio.\n" REPEAT_HELP COMMON_HELP;
 
-enum { O_MINT = OPT_SUITE0, O_MAXT, O_SCEN, O_RATIO, O_API, O_SYNC, O_DIRECT, O_REGIME, O_TSV, O_COLL,
+enum { O_MINT = OPT_SUITE0, O_MAXT, O_SCEN, O_RATIO, O_API, O_SYNCEACH, O_DIRECTIO, O_REGIME, O_TSV, O_COLL,
        O_VERBOSE };
 
 static int ov_count(const char *arg, long long lo, long long hi, long long *out, const char *what) {
@@ -94,8 +100,8 @@ static int ov_option(int c, const char *arg, void *ctx) {
       o->ratio_set = 1;
       return 0;
     case O_API: return ov_choice(arg, api_names, 2, &o->api, "api");
-    case O_SYNC: o->regime = SYNCED; return 0;
-    case O_DIRECT: o->regime = DIRECT; return 0;
+    case O_SYNCEACH: o->regime = SYNCED; return 0;
+    case O_DIRECTIO: o->regime = DIRECT; return 0;
     case O_REGIME: return ov_choice(arg, regime_names, 3, &o->regime, "regime");
     case O_TSV: o->tsv = arg; return 0;
     case O_VERBOSE: o->verbose = 1; return 0;
@@ -238,7 +244,7 @@ static void fill_phase(result *r, const ov_opts *o) {
   free(buf);
 }
 
-/* ---- get_workload: the calibration ------------------------------------------------------ */
+/* ---- calibrate (the thesis's get_workload) ------------------------------------------------------ */
 
 /* The workload of one blocking write's time; *io gets that time. */
 static double initial_workload(result *r, ov_ctx *c, double rate, double *io) {
@@ -258,46 +264,86 @@ static double margin_for(const ov_opts *o, double io) {
   return o->margin > 0 ? o->margin : fmin(0.02, fmax(0.001, 0.02 * io));
 }
 
-/* Adjusts c->units until compute = I/O / ratio within the margin; returns the tries made. */
-static long long get_workload(result *r, ov_ctx *c) {
-  const ov_opts *o = c->o;
-  double io0 = 0;
-  c->units = initial_workload(r, c, compute_rate(), &io0);
-  double margin = c->margin = margin_for(o, io0), need[10] = {0};
-  long long tr;
-  int ok = 0;
-  for (tr = 1; tr <= o->max_tries; tr++) {
-    ov_times t = {0, 0};
-    if (r->status == ST_OK) iteration(r, c, 1, &t);
-    double target = t.io / o->ratio;
-    ok = fabs(target - t.calc) < margin;
-    /* the workload this try needed: a single try's I/O time is noisy, their mean is not */
-    need[(tr - 1) % 10] = t.calc > 0 ? c->units * target / t.calc : c->units;
-    if (o->verbose)
-      say("calibration try %lld: workload %.0f units, io %.6fs, calc %.6fs, target %.6fs%s\n", tr,
-          c->units, t.io, t.calc, target, ok ? " (within margin)" : "");
-    if (!ok && t.calc > 0) c->units = fmax(100, c->units * fmin(4, fmax(0.25, target / t.calc)));
-    if (tr % 10 && tr != o->max_tries) continue;
-    if (tr == o->max_tries && tr >= 10) { /* no try within the margin: the last ten's mean need */
-      double sum = 0;
-      for (int k = 0; k < 10; k++) sum += need[k];
-      c->units = fmax(100, sum / 10);
-    }
-    c->units = avg_all(c->units); /* every 10 tries: the average over the ranks */
-    int all = 0;
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!res_ok_everywhere(r) || (all && tr >= o->min_tries)) break;
-  }
-  return tr > o->max_tries ? o->max_tries : tr;
+#define CAL_BLOCK 10
+
+/* A fresh calibration file in the measured phases' layout; cal_close closes, removes and
+ * settles it, so that every block of tries starts as a measured phase does. */
+static int cal_open(result *r, ov_ctx *c) {
+  int ok = open_blocks(r, c->o, c->o->file, c->o->elements, &c->fh);
+  return res_ok_everywhere(r) && ok;
 }
 
-static long long calibrate(result *r, ov_ctx *c) {
-  long long tries = 0;
-  if (open_blocks(r, c->o, c->o->file, c->o->elements, &c->fh) && res_ok_everywhere(r))
-    tries = get_workload(r, c);
+static void cal_close(result *r, ov_ctx *c) {
   file_close(r, &c->fh, "MPI_File_close");
   if (!B.keep) file_remove(c->o->file);
-  return tries;
+  bench_settle();
+}
+
+/* Finds the workload whose compute time matches the nonblocking I/O time / ratio. Tries run in
+ * blocks of ten at one workload, each block into a fresh file after a settle step, as the
+ * measured phases run (one file growing by 100 tries x ranks x -s bytes wrote 12.8 GB in
+ * calibration at 2 ranks and 64 MiB, and the device slowed down under it). Each try says what
+ * workload would have matched its own I/O time (need = units x target / calc); the next block's
+ * workload lies halfway between the block's and the mean need of its tries, averaged over the
+ * ranks. Done when that moves the compute by less than the margin on every rank (after
+ * --min-tries); at --max-tries the mean need of the later half of the blocks. A single try's I/O time swings by up to 3x here (two ranks'
+ * direct writes on one disk), so chasing every try, as the thesis does, stops wherever the last
+ * lucky try left the workload. Returns the tries made. */
+static long long calibrate(result *r, ov_ctx *c) {
+  const ov_opts *o = c->o;
+  double io0 = 0;
+  if (!cal_open(r, c)) {
+    cal_close(r, c);
+    return 0;
+  }
+  c->units = initial_workload(r, c, compute_rate(), &io0);
+  cal_close(r, c);
+  double margin = c->margin = margin_for(o, io0), need[CAL_BLOCK], calc[CAL_BLOCK];
+  long long tr = 0, blocks = (o->max_tries + CAL_BLOCK - 1) / CAL_BLOCK, b = 0;
+  double late_sum = 0, late_n = 0; /* the mean needs of the second half of the blocks */
+  int settled = 0;
+  while (tr < o->max_tries) {
+    if (!cal_open(r, c)) {
+      cal_close(r, c);
+      break;
+    }
+    int n = 0;
+    bench_barrier();
+    for (; n < CAL_BLOCK && tr < o->max_tries; n++, tr++) {
+      ov_times t = {0, 0};
+      if (r->status == ST_OK) iteration(r, c, 1, &t);
+      double target = t.io / o->ratio;
+      need[n] = t.calc > 0 ? c->units * target / t.calc : c->units;
+      calc[n] = t.calc;
+      if (o->verbose)
+        say("calibration try %lld: workload %.0f units, io %.6fs, calc %.6fs, target %.6fs%s\n", tr + 1,
+            c->units, t.io, t.calc, target, fabs(target - t.calc) < margin ? " (within margin)" : "");
+    }
+    cal_close(r, c);
+    /* halfway to the mean need (the measured phase's figures are means over iterations, and the
+     * I/O times have a long tail): the I/O time itself moves with the workload (with more
+     * compute the ranks' writes drift apart and collide less), and a full step swings */
+    double mean = 0;
+    for (int k = 0; k < n; k++) mean += need[k] / n;
+    if (b++ >= blocks / 2) {
+      late_sum += mean;
+      late_n++;
+    }
+    double next = fmax(100, (c->units + mean) / 2);
+    double typical = median_of(calc, n, NULL, NULL);
+    int ok = c->units > 0 && fabs(next - c->units) / c->units * typical < margin, all = 0;
+    c->units = avg_all(next);
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (o->verbose)
+      say("calibration: block of %d tries, workload now %.0f units%s\n", n, c->units,
+          all ? " (settled on every rank)" : "");
+    settled = all;
+    if (!res_ok_everywhere(r) || (all && tr >= o->min_tries)) break;
+  }
+  /* never settled (--max-tries): the mean need of the later half of the blocks, which averages
+   * the device's swings that one block's mean still follows */
+  if (!settled && late_n > 0) c->units = avg_all(fmax(100, late_sum / late_n));
+  return tr;
 }
 
 /* ---- the measured phases ---------------------------------------------------------------- */
@@ -338,12 +384,45 @@ static void run_phase(result *r, ov_ctx *c, int nonblocking, ov_sums *s) {
     file_remove(o->file);
     if (o->fill_iters) file_remove(o->fill);
   }
+  bench_settle(); /* the next phase starts on a quiet device */
+}
+
+/* ---- the machine's limit: plain writes by every rank at once ---------------------------- */
+
+#define PLAIN_ITERS 3
+
+/* Every rank writes its block with pwrite (O_DIRECT in the direct regime, fdatasync after it in
+ * the synced one) into a fresh test file, all ranks at once after a barrier, at the measured
+ * phases' first offsets, PLAIN_ITERS times. Returns this rank's median time from the common start
+ * to the end of its own write: what its write takes while the other ranks' writes share the
+ * device (on one disk and one ext4 inode they largely take turns). NAN where the file cannot be
+ * opened so (an x-rio:// file, O_DIRECT on tmpfs). */
+static double plain_write_time(result *r, const ov_ctx *c) {
+  const ov_opts *o = c->o;
+  file_remove(o->file);
+  int fd = open(o->file, O_WRONLY | O_CREAT | O_CLOEXEC | (o->regime == DIRECT ? O_DIRECT : 0), 0644);
+  int bad = fd < 0, any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  double t[PLAIN_ITERS];
+  for (int i = 0; i < PLAIN_ITERS && !any; i++) {
+    bench_barrier();
+    double t0 = now();
+    posix_xfer(r, fd, (MPI_Offset)((i * B.size + B.rank) * o->elements), c->buf, (size_t)o->elements, 1);
+    if (r->status == ST_OK && o->regime == SYNCED && fdatasync(fd) != 0)
+      res_fail(r, "fdatasync %s: %s", o->file, strerror(errno));
+    t[i] = now() - t0;
+    any = !res_ok_everywhere(r);
+  }
+  if (fd >= 0) close(fd);
+  file_remove(o->file);
+  return any ? NAN : median_of(t, PLAIN_ITERS, NULL, NULL);
 }
 
 /* ---- results ---------------------------------------------------------------------------- */
 
 typedef struct {
   double p_time, s_time, ps_time, ratio, p_calc, s_calc, p_io, s_io, p_diff, s_diff, quality;
+  double limit; /* limit_ratio: the nonblocking phase's best ratio with plain writes (put_limit) */
 } ov_fields;
 
 static void reduce_fields(const ov_opts *o, const ov_sums *p, const ov_sums *s, ov_fields *f) {
@@ -401,6 +480,15 @@ static void put_metrics(result *r, const ov_opts *o, const ov_fields *f, double 
   jo_num(m, "mb_per_s", r->mbps);
   snprintf(r->note, sizeof r->note, "ratio %.3f (p %.3fs / s %.3fs) quality %.3f%s", f->ratio,
            f->p_time, f->s_time, f->quality, f->quality < 0.11 ? "" : " (>= 0.11: inexact)");
+}
+
+/* The best ratio the nonblocking phase can reach here: each rank's iteration takes at least
+ * its compute (the blocking phase's, undisturbed) and at least its plain write beside the other
+ * ranks' (plain_write_time); that over the blocking phase's time per iteration. NAN without
+ * the plain writes. */
+static double limit_ratio(const ov_opts *o, const ov_sums *s, double plain, const ov_fields *f) {
+  double n = (double)o->iters;
+  return avg_all(isnan(plain) ? NAN : fmax(s->calc / n, plain)) * n / f->s_time;
 }
 
 /* ---- --repeat: medians of the runs' fields, the spread of the headline ones ------------- */
@@ -467,6 +555,16 @@ static void put_limit(result *r, const ov_fields *f, int n) {
   double sh = jo_spread(&r->metrics, "share", share, n);
   size_t len = strlen(r->note);
   snprintf(r->note + len, sizeof r->note - len, " ideal %.3f share %.2f", i, sh);
+  for (int k = 0; k < n; k++) {
+    ideal[k] = f[k].limit;
+    share[k] = f[k].limit / f[k].ratio;
+  }
+  if (!isnan(median_of(ideal, n, NULL, NULL))) {
+    double l = jo_spread(&r->metrics, "limit_ratio", ideal, n);
+    double ls = jo_spread(&r->metrics, "limit_share", share, n);
+    len = strlen(r->note);
+    snprintf(r->note + len, sizeof r->note - len, " limit %.3f (share %.2f)", l, ls);
+  }
   free(ideal);
   free(share);
 }
@@ -518,8 +616,8 @@ int overlap_main(int argc, char **argv) {
       {"margin", required_argument, 0, 'm'},       {"min-tries", required_argument, 0, O_MINT},
       {"max-tries", required_argument, 0, O_MAXT}, {"scenario", required_argument, 0, O_SCEN},
       {"ratio", required_argument, 0, O_RATIO},    {"io-ratio", required_argument, 0, O_RATIO},
-      {"api", required_argument, 0, O_API},        {"sync-each", no_argument, 0, O_SYNC},
-      {"direct", no_argument, 0, O_DIRECT},        {"regime", required_argument, 0, O_REGIME},
+      {"api", required_argument, 0, O_API},        {"sync-each", no_argument, 0, O_SYNCEACH},
+      {"direct", no_argument, 0, O_DIRECTIO},        {"regime", required_argument, 0, O_REGIME},
       {"tsv", required_argument, 0, O_TSV},        {"verbose", no_argument, 0, O_VERBOSE},
       {"collective", no_argument, 0, O_COLL},
       REPEAT_LONG_OPT, COMMON_LONG_OPTS, {0, 0, 0, 0}};
@@ -539,7 +637,11 @@ int overlap_main(int argc, char **argv) {
     ov_sums p, s;
     run_phase(&r, &c, 1, &p);
     if (res_ok_everywhere(&r)) run_phase(&r, &c, 0, &s);
-    if (res_ok_everywhere(&r)) reduce_fields(&o, &p, &s, &f[k]);
+    double plain = res_ok_everywhere(&r) ? plain_write_time(&r, &c) : NAN;
+    if (res_ok_everywhere(&r)) {
+      reduce_fields(&o, &p, &s, &f[k]);
+      f[k].limit = limit_ratio(&o, &s, plain, &f[k]);
+    }
   }
   res_agree(&r);
   if (r.status == ST_OK) {

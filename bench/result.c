@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 void res_init(result *r, const char *suite, const char *test) {
   memset(r, 0, sizeof *r);
@@ -201,6 +202,16 @@ void res_common_params(result *r) { jo_hints(&r->params, "hints", B.hints); }
 void file_remove(const char *path) {
   bench_barrier();
   if (B.rank == 0) MPI_File_delete(path, MPI_INFO_NULL);
+  bench_barrier();
+}
+
+/* Waits until the machine has absorbed what ran before: rank 0 runs sync(), which writes back
+ * what is dirty and, on a file system mounted with online discard, lets the journal commit
+ * issue the discards of blocks just freed (gigabytes after removing a long phase's file);
+ * otherwise those run on the device during the next measured phase. */
+void bench_settle(void) {
+  bench_barrier();
+  if (B.rank == 0) sync();
   bench_barrier();
 }
 

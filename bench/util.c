@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static hints common_hints;
 bench_ctx B = {.results = "pario-bench-results.jsonl", .verify = 1, .dir = ".",
@@ -93,6 +94,22 @@ double trimmed_mean(const double *v, int n) {
   for (int i = lo; i < hi; i++) sum += s[i];
   free(s);
   return sum / (hi - lo);
+}
+
+/* All of len bytes with pwrite/pread at off (EINTR retried); a failure or early end of file
+ * fails r with the call and the offset. */
+void posix_xfer(result *r, int fd, MPI_Offset off, unsigned char *buf, size_t len, int write) {
+  for (size_t done = 0; done < len;) {
+    ssize_t n = write ? pwrite(fd, buf + done, len - done, off + (off_t)done)
+                      : pread(fd, buf + done, len - done, off + (off_t)done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      res_fail(r, "%s at %lld: %s", write ? "pwrite" : "pread", (long long)off + (long long)done,
+               n < 0 ? strerror(errno) : "unexpected end of file");
+      return;
+    }
+    done += (size_t)n;
+  }
 }
 
 double median_of(const double *v, int n, double *lo, double *hi) {

@@ -8,7 +8,8 @@
 # usage: bench-ab.sh MPI NP ROUNDS LIBPARIO_A LIBPARIO_B OUTDIR -- PARIO-BENCH [SUITE ARGS...]
 # (LIBPARIO_A "native": side A is the MPI's own MPI-IO, nothing preloaded)
 # BENCH_AB_SETTLE=S seconds of pause after the sync (default 3); BENCH_AB_BEFORE='COMMAND' runs
-# after the settle step, right before each launch (e.g. a dd that leaves writeback running).
+# after the settle step, right before each launch (e.g. a dd that leaves writeback running);
+# BENCH_AB_AFTER='COMMAND' runs right after each launch (e.g. stops what BEFORE started).
 # example:
 #   scripts/bench-ab.sh mpich 4 5 /tmp/before/libpario.so build/mpich/src/libpario.so /tmp/ab \
 #     -- build/mpich/bench/pario-bench noncontig --region-count 32768 --dir /tmp
@@ -21,7 +22,7 @@ mpi=$1 np=$2 rounds=$3 liba=$4 libb=$5 out=$6
 shift 7
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
-trap 'echo "bench-ab: interrupted" >&2; exit 130' INT TERM
+trap 'echo "bench-ab: interrupted" >&2; [ -n "${BENCH_AB_AFTER:-}" ] && sh -c "$BENCH_AB_AFTER"; exit 130' INT TERM
 settle() { sync; sleep "${BENCH_AB_SETTLE:-3}"; }
 for r in $(seq 1 "$rounds"); do
   for side in A B; do
@@ -31,6 +32,7 @@ for r in $(seq 1 "$rounds"); do
     [ -n "${BENCH_AB_BEFORE:-}" ] && sh -c "$BENCH_AB_BEFORE"
     if [ "$lib" = native ]; then "$here/mpirun.sh" "$mpi" "$np" "$@" -o "$out/$side.jsonl" >/dev/null
     else "$here/mpirun.sh" "$mpi" "$np" --pario "$lib" "$@" -o "$out/$side.jsonl" >/dev/null; fi
+    [ -n "${BENCH_AB_AFTER:-}" ] && sh -c "$BENCH_AB_AFTER"
   done
 done
 python3 - "$out/A.jsonl" "$out/B.jsonl" <<'EOF'

@@ -24,6 +24,18 @@ ab() { # TITLE MPI NP -- pario-bench ARGS: native (A) against pario (B)
   echo "== $title ($mpi, $np ranks): A native, B pario"
   BENCH_AB_SETTLE=${BENCH_AB_SETTLE:-2} "$here/bench-ab.sh" "$mpi" "$np" "$rounds" native "$(lib_of "$mpi")" \
     "$out/$title-$mpi-$np" -- "$build/$mpi/bench/pario-bench" "$@" 2>/dev/null | tail -n +2
+  if [ "$1" = overlap ]; then limits "$out/$title-$mpi-$np/B.jsonl"; fi
+}
+
+limits() { # RESULTS: overlap's measured limit (plain writes of all ranks at once) beside pario's ratio
+  python3 - "$1" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l)["metrics"] for l in open(sys.argv[1])]
+for k in ("limit_ratio", "limit_share"):
+    v = [m[k] for m in rows if m.get(k) is not None]
+    if v:
+        print(f"  pario {k} {statistics.median(v):.3f} ({min(v):.3f}-{max(v):.3f})")
+PY
 }
 
 sfp() { # TITLE RESULTS MPI NP LIBS RECORDS COMPONENT[:RECORDS]...: write_shared, components alternating
@@ -74,10 +86,15 @@ for mpi in ${FLAVOURS:-mpich openmpi}; do
       ab overlap "$mpi" "$np" -- overlap --regime direct -s 64M -i 10 -I 0 --dir "$scratch" --tsv /dev/null
     done
   fi
-  if want writeback; then # another process has just written 2 GiB through the page cache
-    BENCH_AB_BEFORE="dd if=/dev/zero of=$scratch/writeback.dat bs=1M count=2048 status=none" \
+  if want writeback; then
+    # Another process keeps writing through the page cache for the whole launch (512 MiB, then
+    # fdatasync, in a loop; at most 10 minutes), so writeback shares the disk with every phase.
+    # (pario-bench's overlap syncs between its phases, which would absorb a single dd run
+    # before the launch.)
+    wb="$scratch/writeback"
+    BENCH_AB_BEFORE="timeout 600 sh -c 'while :; do dd if=/dev/zero of=$wb.dat bs=8M count=64 conv=fdatasync status=none; done' >/dev/null 2>&1 & echo \$! > $wb.pid" \
+    BENCH_AB_AFTER="[ -f $wb.pid ] && kill \$(cat $wb.pid) 2>/dev/null; sleep 0.5; rm -f $wb.pid $wb.dat" \
       ab writeback "$mpi" 2 -- overlap --regime direct -s 64M -i 10 -I 0 --dir "$scratch" --tsv /dev/null
-    rm -f "$scratch/writeback.dat"
   fi
   if want sharedfp; then # write_shared, 64 B records, 200,000 per rank (0.5-1 s), tmpfs
     for np in 4 2; do

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from pario import cli
+from pario import cli, remote
 from pario.locate import find_server
 from pario.remote import Record, summarize, summary_text, verdicts
 
@@ -45,6 +45,9 @@ def test_verdicts_ratios():
             Record("btio", "nonblocking-original", "total_s", 70.0, "s", 0)]
     v = {what: ratio for what, ratio, _ in verdicts(summarize(recs))}
     assert v["sequential write / TCP copy"] == pytest.approx(0.85)
+    assert v["sequential write / min(TCP copy, server's local write)"] == pytest.approx(0.85)
+    slow = verdicts(summarize(recs + [rec("seq", "local-write", 425, 0)]))
+    assert {w: r for w, r, _ in slow}["sequential write / min(TCP copy, server's local write)"] == pytest.approx(2.0)
     assert v["sequential read / TCP copy"] == pytest.approx(0.95)
     assert v["sequential write: pario / XRootD"] == pytest.approx(3.4)
     assert v["sequential read: pario / XRootD"] == pytest.approx(2.0)
@@ -53,6 +56,11 @@ def test_verdicts_ratios():
     assert v["BTIO optimised: remote nonblocking faster than staging by"] is None
     text = summary_text(summarize(recs), {"scale": "no forwarder"})
     assert "0.85" in text and "12.00" in text and "scale: skipped: no forwarder" in text
+
+
+def test_local_write_bound(tmp_path):
+    mbps = remote.local_write_mbps(str(tmp_path), (8 << 20) + 4096)
+    assert mbps > 0 and list(tmp_path.iterdir()) == []
 
 
 def test_unknown_experiment_is_a_usage_error(capsys):

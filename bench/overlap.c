@@ -244,7 +244,7 @@ static void fill_phase(result *r, const ov_opts *o) {
   free(buf);
 }
 
-/* ---- calibrate (the thesis's get_workload) ------------------------------------------------------ */
+/* ---- calibrate (the thesis's get_workload) --------------------------------------------- */
 
 /* The workload of one blocking write's time; *io gets that time. */
 static double initial_workload(result *r, ov_ctx *c, double rate, double *io) {
@@ -286,9 +286,10 @@ static void cal_close(result *r, ov_ctx *c) {
  * workload would have matched its own I/O time (need = units x target / calc); the next block's
  * workload lies halfway between the block's and the mean need of its tries, averaged over the
  * ranks. Done when that moves the compute by less than the margin on every rank (after
- * --min-tries); at --max-tries the mean need of the later half of the blocks. A single try's I/O time swings by up to 3x here (two ranks'
- * direct writes on one disk), so chasing every try, as the thesis does, stops wherever the last
- * lucky try left the workload. Returns the tries made. */
+ * --min-tries); at --max-tries the mean need of the later half of the blocks. A single try's
+ * I/O time swings by up to 3x here (two ranks' direct writes on one disk), so chasing every
+ * try, as the thesis does, stops wherever the last lucky try left the workload. Returns the
+ * tries made. */
 static long long calibrate(result *r, ov_ctx *c) {
   const ov_opts *o = c->o;
   double io0 = 0;
@@ -300,7 +301,8 @@ static long long calibrate(result *r, ov_ctx *c) {
   cal_close(r, c);
   double margin = c->margin = margin_for(o, io0), need[CAL_BLOCK], calc[CAL_BLOCK];
   long long tr = 0, blocks = (o->max_tries + CAL_BLOCK - 1) / CAL_BLOCK, b = 0;
-  double late_sum = 0, late_n = 0; /* the mean needs of the second half of the blocks */
+  double late_sum = 0; /* the mean needs of the second half of the blocks, late_n of them */
+  int late_n = 0;
   int settled = 0;
   while (tr < o->max_tries) {
     if (!cal_open(r, c)) {
@@ -415,6 +417,7 @@ static double plain_write_time(result *r, const ov_ctx *c) {
   }
   if (fd >= 0) close(fd);
   file_remove(o->file);
+  bench_settle(); /* the next run's phases start on a quiet device */
   return any ? NAN : median_of(t, PLAIN_ITERS, NULL, NULL);
 }
 

@@ -378,11 +378,15 @@ class Sweep:
         self.help = _run([server_exe, "--help"], 20).stdout if server_exe else ""
 
     # servers
+    def files_of(self, name: str) -> str:
+        """Where server `name` keeps the experiments' files (x-rio://HOST:PORT/d/...)."""
+        return os.path.join(self.work, name, "d")
+
     def server(self, name: str, extra: Sequence[str] = ()) -> Service:
         root = None
         if "--forward-to" not in extra:
             root = os.path.join(self.work, name)
-            os.makedirs(os.path.join(root, "d"), exist_ok=True)  # the experiments' files: x-rio://HOST:PORT/d/...
+            os.makedirs(self.files_of(name), exist_ok=True)
         s = start_pario_server(self.server_exe, root, self.secret, os.path.join(self.out, f"{name}.log"), extra)
         self.services.append(s)
         return s
@@ -463,7 +467,7 @@ class Sweep:
                 self.settle()
                 self.add(Record("seq", "tcp-copy", "mb_per_s", iperf3_mbps(n, self.log, 300), "MB/s", run))
             self.settle_write(n)
-            self.add(Record("seq", "local-write", "mb_per_s", local_write_mbps(os.path.join(self.work, "seq", "d"), n), "MB/s", run))
+            self.add(Record("seq", "local-write", "mb_per_s", local_write_mbps(self.files_of("seq"), n), "MB/s", run))
             if self.bench:
                 self.settle_write(n)
                 rows = self.bench.run(1, ["remote", "--servers", url, "-s", str(n), "-b", "8M", "--mode",

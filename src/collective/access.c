@@ -38,13 +38,15 @@ static int independently(pario_file *f, const pario_snap *s, const char *op, int
 /* Bytes of the access that lie before end of file (reads), the same on every rank. */
 static MPI_Offset readable(pario_file *f, const pario_view *v, int rw, MPI_Offset pos, MPI_Offset n) {
   off_t size = 0;
-  if (rw != PARIO_READ || n == 0 || f->drv->size(f->dh, &size) != 0) return n;
-  return PARIO_MAX(0, PARIO_MIN(n, pario_view_data_before(v, size) - pos));
+  if (rw != PARIO_READ || n == 0 || pario_view_irregular(v, pos, n) || f->drv->size(f->dh, &size) != 0)
+    return n; /* an irregular access goes alone: its reads stop at end of file by themselves */
+  return pario_view_data_before_in(v, size, pos, n) - pos;
 }
 
 static struct coll_info describe(const pario_file *f, const pario_view *v, int rw, MPI_Offset pos, MPI_Offset n) {
   struct coll_info in = {.pos = pos, .n = n, .can_read = (f->oflags & O_ACCMODE) != O_WRONLY,
-                         .sieves = rw == PARIO_WRITE && pario_sieves_write(f, v, n)};
+                         .sieves = rw == PARIO_WRITE && pario_sieves_write(f, v, n),
+                         .irregular = pario_view_irregular(v, pos, n)};
   if (n > 0) {
     MPI_Offset first, last;
     pario_view_extent_of(v, pos, n, &first, &last);

@@ -22,6 +22,7 @@ static const char *const why_names[COLL_WHY_COUNT] = {
     [COLL_WHY_DISJOINT] = "independent: disjoint byte ranges",
     [COLL_WHY_LARGE_PIECES] = "independent: large pieces",
     [COLL_WHY_USER_DATAREP] = "independent: user-defined data representation",
+    [COLL_WHY_IRREGULAR] = "independent: file offsets not in data order",
 };
 
 const char *coll_why_name(coll_why w) { return w >= 0 && w < COLL_WHY_COUNT ? why_names[w] : "?"; }
@@ -73,6 +74,8 @@ coll_why coll_decide(int write, int hint, int atomic, const struct coll_info *in
   if (active == 0) return COLL_WHY_NOTHING;
   if (hint == PARIO_DISABLE) return COLL_WHY_DISABLED;
   if (atomic) return COLL_WHY_ATOMIC; /* atomic accesses are locked, each on its own */
+  for (int r = 0; r < np; r++) /* the plan cuts each rank's data by file offset */
+    if (info[r].irregular) return COLL_WHY_IRREGULAR;
   for (int r = 0; r < np && write; r++)
     if (!info[r].can_read) return COLL_WHY_WRITE_ONLY; /* a window with holes is read first */
   if (hint == PARIO_ENABLE) return COLL_WHY_ENABLED;

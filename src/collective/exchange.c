@@ -36,8 +36,8 @@ static int piece_in(const pario_coll_ctx *c, const coll_call *x, int r, MPI_Offs
   const struct coll_info *in = &c->info[r];
   if (in->n == 0 || in->last <= lo || in->first >= hi) return 0;
   const pario_view *v = coll_view_of(c, x, r);
-  *s = PARIO_MAX(in->pos, pario_view_data_before(v, lo));
-  *e = PARIO_MIN(in->pos + in->n, pario_view_data_before(v, hi));
+  *s = pario_view_data_before_in(v, lo, in->pos, in->n);
+  *e = pario_view_data_before_in(v, hi, in->pos, in->n);
   return *e > *s;
 }
 

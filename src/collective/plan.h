@@ -16,6 +16,7 @@ struct coll_info {
                             the view is contiguous) */
   long long can_read;    /* its handle can read (an aggregated write may read a window first) */
   long long sieves;      /* a write it did on its own would use data sieving */
+  long long irregular;   /* its file offsets may not grow with its data (pario_view_irregular) */
 };
 enum { COLL_INFO_WORDS = sizeof(struct coll_info) / sizeof(long long) };
 _Static_assert(sizeof(struct coll_info) == COLL_INFO_WORDS * sizeof(long long), "coll_info is words");
@@ -35,6 +36,7 @@ typedef enum coll_why {
   COLL_WHY_DISJOINT,       /* alone: automatic, no two ranks' byte ranges interleave */
   COLL_WHY_LARGE_PIECES,   /* alone: automatic, every rank's pieces are 1 MiB or more */
   COLL_WHY_USER_DATAREP,   /* alone: a user-defined data representation converts whole items */
+  COLL_WHY_IRREGULAR,      /* alone: some rank's file offsets do not grow with its data */
   COLL_WHY_COUNT
 } coll_why;
 

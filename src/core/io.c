@@ -628,7 +628,7 @@ static int transfer(pario_file *f, const pario_view *v, int locked, const char *
     pthread_rwlock_rdlock(&f->rmw_lock);
     rc = list_access(f, op, rw, &fc, mc, n, done);
     pthread_rwlock_unlock(&f->rmw_lock);
-  } else if (rw == PARIO_READ && !sieving_read(f, v, n)) {
+  } else if (rw == PARIO_READ && (!sieving_read(f, v, n) || pario_view_irregular(v, pos, n))) {
     how = "direct";
     rc = walk(f, op, rw, &fc, mc, n, done, 0);
   } else if (rw == PARIO_READ && !f->hints.direct_io && pitch(fc, n) >= SCATTER_PITCH) {
@@ -638,7 +638,7 @@ static int transfer(pario_file *f, const pario_view *v, int locked, const char *
     how = "sieve";
     rc = sieve_read(f, op, &fc, mc, n, done, last);
   } else {
-    int sieve = pario_sieves_write(f, v, n);
+    int sieve = pario_sieves_write(f, v, n) && !pario_view_irregular(v, pos, n);
     how = sieve ? "sieve" : "direct";
     if (sieve) pthread_rwlock_wrlock(&f->rmw_lock);
     else pthread_rwlock_rdlock(&f->rmw_lock);

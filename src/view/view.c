@@ -55,6 +55,30 @@ MPI_Offset pario_view_data_before(const pario_view *v, MPI_Offset fileoff) {
   return data + t->cum[lo - 1] + PARIO_MIN(r->len, within - r->off);
 }
 
+/* A tile's data reaches into the next tile's: tile arithmetic by division does not hold. */
+static int tiles_interleave(const pario_typemap *t) {
+  const pario_run *a = &t->runs[0], *z = &t->runs[t->nruns - 1];
+  return z->off + z->len - a->off > t->extent;
+}
+
+int pario_view_irregular(const pario_view *v, MPI_Offset pos, MPI_Offset n) {
+  const pario_typemap *t = v->ftm;
+  return n > 0 && !v->contiguous && t->size > 0 && tiles_interleave(t) && pos / t->size != (pos + n - 1) / t->size;
+}
+
+MPI_Offset pario_view_data_before_in(const pario_view *v, MPI_Offset fileoff, MPI_Offset pos, MPI_Offset n) {
+  const pario_typemap *t = v->ftm;
+  if (n <= 0) return pos;
+  if (v->contiguous || t->size == 0 || !tiles_interleave(t))
+    return PARIO_MIN(pos + n, PARIO_MAX(pos, pario_view_data_before(v, fileoff)));
+  MPI_Offset lo = pos, hi = pos + n; /* the first p with file offset >= fileoff, by bisection */
+  while (lo < hi) {
+    MPI_Offset mid = lo + (hi - lo) / 2;
+    if (pario_view_file_offset(v, mid) < fileoff) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
 void pario_view_extent_of(const pario_view *v, MPI_Offset pos, MPI_Offset n, MPI_Offset *first,
                           MPI_Offset *last) {
   const pario_typemap *t = v->ftm;
@@ -67,6 +91,11 @@ void pario_view_extent_of(const pario_view *v, MPI_Offset pos, MPI_Offset n, MPI
   MPI_Offset tile = end / t->size;
   size_t r = pario_typemap_find(t, end % t->size);
   *last = v->disp + tile * t->extent + t->runs[r].off + (end % t->size - t->cum[r]) + 1;
+  if (pario_view_irregular(v, pos, n)) { /* copies interleave: the copies in between bound it too */
+    MPI_Offset k0 = pos / t->size, zend = t->runs[t->nruns - 1].off + t->runs[t->nruns - 1].len;
+    *first = PARIO_MIN(*first, v->disp + (k0 + 1) * t->extent + t->runs[0].off);
+    *last = PARIO_MAX(*last, v->disp + (tile - 1) * t->extent + zend);
+  }
 }
 
 /* ---- memory side ---- */

@@ -77,6 +77,16 @@ static inline MPI_Offset pario_fcursor_next(pario_fcursor *c, MPI_Offset max, MP
 MPI_Offset pario_view_file_offset(const pario_view *v, MPI_Offset pos);
 /* Data bytes of the view that lie before absolute file offset fileoff. */
 MPI_Offset pario_view_data_before(const pario_view *v, MPI_Offset fileoff);
+/* The first data position p of [pos, pos + n) whose byte lies at or after absolute file offset
+ * fileoff (pos + n when none does): the data of an access before fileoff is [pos, p). Right
+ * also for filetypes whose copies interleave (data reaching past lb + extent, as PnetCDF's and
+ * HDF5's views have), where pario_view_data_before's tile arithmetic does not hold, as long as
+ * the access's file offsets grow with its data positions. */
+/* 1 when the file offsets of data positions [pos, pos + n) may not grow with the positions: the
+ * filetype's copies interleave and the access reaches into more than one of them. Such an
+ * access is transferred piece by piece in data order (no sieving, no aggregation). */
+int pario_view_irregular(const pario_view *v, MPI_Offset pos, MPI_Offset n);
+MPI_Offset pario_view_data_before_in(const pario_view *v, MPI_Offset fileoff, MPI_Offset pos, MPI_Offset n);
 /* Absolute byte range [*first, *last) touched by data positions [pos, pos+n), n > 0. */
 void pario_view_extent_of(const pario_view *v, MPI_Offset pos, MPI_Offset n, MPI_Offset *first,
                           MPI_Offset *last);

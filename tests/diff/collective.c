@@ -24,6 +24,8 @@ typedef struct {
   int dist[3], darg[3];       /* darray */
   long len[MAXNP], pre[MAXNP]; /* blocks: lengths and starts (etypes) */
   int shared_view;            /* blocks: one view for all, explicit offsets */
+  long hdr;                   /* --root-header: etypes of header before hdr_rank's part */
+  int hdr_rank;
 } pat_t;
 
 /* One rank's part of a pattern. */
@@ -226,6 +228,10 @@ static void draw(pat_t *P)
   }
   long room = (long)F.size - P->span;
   P->disp = rpct(&S, 25) ? room : rint_(&S, 0, room);   /* often right up to end of file */
+  if (O.root_header && P->disp >= (long)E.ext && rpct(&S, 70)) {
+    P->hdr = rint_(&S, 1, P->disp / (long)E.size);
+    P->hdr_rank = (int)rint_(&S, 0, np - 1);
+  }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -322,6 +328,29 @@ static void part_blocks(const pat_t *P, int r, part_t *p)
   else p->disp += P->pre[r] * E.ext;
 }
 
+/* PnetCDF's view on its rank 0 (ncmpio_file_set_view): the file's header, then the part's
+ * filetype at the part's displacement, in one struct at displacement 0, accessed from just
+ * after the header. The struct keeps the part's bounds (a subarray's or darray's sticky lb
+ * and ub), so its data reaches far past lb + extent and its copies interleave; only the
+ * first copy is accessed. Done for parts that are exactly one filetype from its start. */
+static void root_header(const pat_t *P, part_t *p)
+{
+  if (p->off != 0 || p->n == 0 || (MPI_Count)p->n * E.size != p->ft.size) return;
+  MPI_Datatype h, t;
+  CHK(MPI_Type_contiguous((int)(P->hdr * E.size), MPI_BYTE, &h));   /* no bounds of its own */
+  int bl[2] = {1, 1};
+  MPI_Aint d[2] = {0, (MPI_Aint)p->disp};
+  MPI_Datatype ts[2] = {h, p->ft.t};
+  CHK(MPI_Type_create_struct(2, bl, d, ts, &t));
+  CHK(MPI_Type_free(&h));
+  char *desc = xsprintf("struct([contig(%ld,BYTE)@0,%s@%lld])", (long)(P->hdr * E.size), p->ft.desc,
+                        (long long)p->disp);
+  dt_free(&p->ft);
+  p->ft = dt_wrap(t, 1, desc);
+  p->disp = 0;
+  p->off = P->hdr;
+}
+
 /* Rank r's part; an empty one (chosen, or a decomposition that leaves r nothing) accesses
  * nothing, through a zero-size filetype or with count 0. */
 static part_t part_for(const pat_t *P, int r)
@@ -343,6 +372,7 @@ static part_t part_for(const pat_t *P, int r)
     p.ft = leaf(&(gen_t){&S, &E, 0, 0});
   }
   if (p.ft.size == 0) p.ft.tlb = p.ft.text = 0;   /* the hosts' true bounds of nothing differ */
+  if (P->hdr && r == P->hdr_rank) root_header(P, &p);
   return p;
 }
 

@@ -25,6 +25,7 @@ typedef struct {
   int coll;           /* --pattern coll: the collective patterns of collective.c */
   int eof_strict;     /* never drop reads past end of file (runs judged by the model) */
   int zero_views;     /* --pattern coll: empty ranks may get zero-size filetypes */
+  int root_header;    /* --pattern coll: one rank's view starts with a header (PnetCDF's) */
 } opts_t;
 
 

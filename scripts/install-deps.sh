@@ -7,9 +7,12 @@ pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libmpich-dev m
       # tracing: OTF2 output (pario trace merge --otf2), the merged JSON's schema test, and
       # the headless browser that renders the trace report in the tests
       python3-otf2 python3-jsonschema chromium
-      # real MPI-IO clients (tests/clients): parallel HDF5 for both MPIs, h5py and netCDF-4
-      # (Debian builds those two for Open MPI only), Fortran; dpkg-dev unpacks HDF5's source
-      gfortran libhdf5-openmpi-dev libhdf5-mpich-dev python3-h5py-mpi libnetcdf-mpi-dev dpkg-dev
+      # real MPI-IO clients (tests/clients): parallel HDF5 for both MPIs, h5py, netCDF-4 and
+      # PnetCDF with its ncvalidator (Debian builds those three for Open MPI only), Fortran;
+      # dpkg-dev unpacks the sources of the test suites (HDF5, MPICH, PnetCDF), m4 expands
+      # PnetCDF's generated tests
+      gfortran libhdf5-openmpi-dev libhdf5-mpich-dev python3-h5py-mpi libnetcdf-mpi-dev
+      libpnetcdf-dev pnetcdf-bin dpkg-dev m4
       # pario-server's libFuzzer target (clang with its fuzzer/sanitizer runtimes); the openssl
       # command makes the TLS test's self-signed certificate
       clang-14 libclang-rt-14-dev openssl

@@ -3,6 +3,7 @@
 # directory), then check who served its MPI-IO calls.
 #   usage: run-client.sh --mode pario|native --np N [--pario LIBPARIO] [--probe PROBE.so]
 #                        [--preload LIB] [--need FILE] [--scratch BASE] [--name NAME]
+#                        [--verdict REGEX]... [--after WORD]...
 #                        --run LAUNCHER-WORD... -- PROGRAM ARGS
 # --run words make the launcher (scripts/mpirun.sh FLAVOUR, i.e. the build's PARIO_RUN); it is
 # called as LAUNCHER NP [--pario PRELOAD] PROGRAM ARGS. With --probe, probe.so is preloaded
@@ -17,10 +18,13 @@
 # --verdict REGEX (repeatable): the programs' output (stdout and stderr) must also have a line
 # matching each REGEX (grep -E): the test suites whose programs say " No Errors" and exit 0
 # even when they found errors.
+# --after words (repeatable, in order) make a command run once the programs have succeeded, in
+# the same directory, neither launched by MPI nor with anything preloaded; it must exit 0
+# (PnetCDF's tests: ncvalidator on the files the run made).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mode="" np="" pario="" probe="" pre="" linked=0 base="${TMPDIR:-/tmp}" name=client
-launcher=() verdicts=()
+launcher=() verdicts=() after=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --mode) mode=$2; shift 2 ;;
@@ -41,6 +45,7 @@ while [ $# -gt 0 ]; do
     --name) name=$2; shift 2 ;;
     --run) launcher+=("$2"); shift 2 ;;
     --verdict) verdicts+=("$2"); shift 2 ;;
+    --after) after+=("$2"); shift 2 ;;
     --) shift; break ;;
     *) echo "run-client: unknown option $1" >&2; exit 2 ;;
   esac
@@ -116,6 +121,10 @@ for v in ${verdicts[@]+"${verdicts[@]}"}; do
     exit 1
   fi
 done
+if [ ${#after[@]} -gt 0 ] && ! "${after[@]}"; then
+  echo "run-client: $name ($mode, np $np): the check after the run failed: ${after[*]}" >&2
+  exit 1
+fi
 if [ -n "$probe" ]; then
   "$here/check-probe.sh" "$work/.probe" "$mode" "$np"
 fi

@@ -12,22 +12,13 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=$1 out=$2 cc=$3 inc=$4 lib=$5
 shift 5
-rc=0
+source "$here/../common/build-lib.sh"
 mkdir -p "$out/obj" "$out/gen"
-src=$("$here/../common/fetch-source.sh" hdf5 "$cache" src test testpar COPYING) || rc=$?
-if [ $rc -ne 0 ]; then
-  # The tests of these programs skip, saying why (run-client.sh --need reads PROGRAM.why).
-  why="the Debian source of HDF5 could not be fetched (see the test clients.hdf5_testpar.build)"
-  for p in "$@"; do rm -f "$out/$p"; echo "$why" > "$out/$p.why"; done
-  echo "build-testpar: HDF5 source not available: HDF5's own parallel tests are skipped" >&2
-  exit 77
-fi
+progs=()
+for p in "$@"; do progs+=("$out/$p"); done
+src=$(fetch_or_skip HDF5 clients.hdf5_testpar.build hdf5 "$cache" src test testpar COPYING -- "${progs[@]}") || exit $?
 stamp="$src|$cc|$inc|$lib|$*|$(md5sum "$0" | cut -d' ' -f1)"
-if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
-  echo "build-testpar: up to date in $out"
-  exit 0
-fi
-rm -f "$out/.stamp"
+up_to_date "$out" "$stamp"
 printf 'static const char *config_srcdir = ".";\n' > "$out/gen/H5srcdir_str.h"
 
 # Sources of each program (testpar/CMakeLists.txt); h5test.c and testframe.c go into all.

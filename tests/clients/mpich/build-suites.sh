@@ -18,27 +18,14 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do romio+=("$1"); shift; done
 [ $# -gt 0 ] && shift
 mio=("$@")
 mkdir -p "$out/romio" "$out/mpich_io" "$out/gen"
-why() { # why PROGRAM-PATH... : the tests of these programs skip with this reason
-  local w=$1; shift
-  for p in "$@"; do rm -f "$p"; echo "$w" > "$p.why"; done
-}
+source "$here/../common/build-lib.sh"
 all=()
 for p in "${romio[@]}"; do all+=("$out/romio/$p"); done
 for p in "${mio[@]}"; do all+=("$out/mpich_io/$p"); done
-rc=0
-src=$("$here/../common/fetch-source.sh" mpich "$cache" src/mpi/romio/test test/mpi/io test/mpi/util \
-      test/mpi/include COPYRIGHT) || rc=$?
-if [ $rc -ne 0 ]; then
-  why "the Debian source of MPICH could not be fetched (see the test clients.mpich_suites.build)" "${all[@]}"
-  echo "build-suites: MPICH source not available: ROMIO's and MPICH's I/O tests are skipped" >&2
-  exit 77
-fi
+src=$(fetch_or_skip MPICH clients.mpich_suites.build mpich "$cache" src/mpi/romio/test test/mpi/io test/mpi/util \
+      test/mpi/include COPYRIGHT -- "${all[@]}") || exit $?
 stamp="$src|$cc|$fc|${romio[*]}|${mio[*]}|$(cat "$0" "$here/ompi-mpi1.h" | md5sum | cut -d' ' -f1)"
-if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
-  echo "build-suites: up to date in $out"
-  exit 0
-fi
-rm -f "$out/.stamp"
+up_to_date "$out" "$stamp"
 rt=$src/src/mpi/romio/test mt=$src/test/mpi
 cp "$rt/test_hintfile" "$out/romio/test_hintfile"
 

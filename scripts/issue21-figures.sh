@@ -102,10 +102,10 @@ for mpi in ${FLAVOURS:-mpich openmpi}; do
         auto sm rma lockedfile
     done
   fi
-  if want vnodes && [ "$mpi" = mpich ]; then # two virtual nodes (tests/multinode): no sm there
+  if want vnodes && [ "$mpi" = mpich ]; then # two virtual nodes (tests/multinode) on one kernel
     for np in 2 4 8; do
       MPIR_CVAR_NUM_CLIQUES=2 sfp "sharedfp (mpich, 2 virtual nodes, $np ranks)" "$out/vnodes-$np.jsonl" mpich \
-        "$np" "$build/mpich/tests/multinode/libpario-vnode.so $(lib_of mpich)" 20000 auto lockedfile rma:1000
+        "$np" "$build/mpich/tests/multinode/libpario-vnode.so $(lib_of mpich)" 20000 auto:200000 sm:200000 lockedfile rma:1000
     done
   fi
 done

@@ -1,6 +1,7 @@
 /* Choosing a shared file pointer component per file. The pario_sharedfp hint forces one;
  * auto takes the highest priority that can run: server (the storage's own counter, for
- * files on a pario-server), sm (one node), rma, addproc, lockedfile; individual only when
+ * files on a pario-server), sm (one node, or several nodes of the MPI on one kernel: checked
+ * at open, one_kernel), rma, addproc, lockedfile; individual only when
  * named. lockedfile and individual keep files beside the data file: never for remote files.
  * Every rank sees the same hint, node count, amode and thread level (open's hint agreement,
  * core/hints.c, gives every rank rank 0's pario_sharedfp), so every rank makes the same
@@ -21,10 +22,12 @@
 #include "trace/trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -35,6 +38,7 @@ typedef struct sfp_file {
   MPI_Offset base;  /* the pointer is base + S (etypes); equal on all ranks */
   int ordered;      /* ordered calls use the component's hook: 0 not known yet, 1 yes, -1 no */
   int err;          /* why the component set up at open failed (reported on use) */
+  int one_kernel;   /* several nodes of the MPI, one kernel (one_kernel): sm can run */
   pthread_mutex_t attach_lock; /* threads of one rank attach once */
 } sfp_file;
 
@@ -64,21 +68,64 @@ static int network_fs(const pario_file *f) {
   return 0;
 }
 
+/* FNV-1a of gethostname: the host, which MPICH's cliques do not divide (the MPI's node view
+ * and its processor names may). */
+static long long host_hash(void) {
+  char host[256] = "";
+  unsigned long long h = 1469598103934665603ULL;
+  gethostname(host, sizeof host - 1);
+  for (const char *p = host; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  return (long long)(h >> 1);
+}
+
 /* Collective: 1 when rank 0's host runs more of the file's ranks than rank 0 may use CPUs
  * (sched_getaffinity): rank 0 then serves rma's remote atomics only when the scheduler gives
  * it (or its progress thread) a turn. Hosts are told apart by gethostname, not by the MPI's
  * node split (which MPICH's cliques divide). */
 static int rank0_oversubscribed(pario_file *f) {
-  char host[256] = "";
-  unsigned long long h = 1469598103934665603ULL;
   cpu_set_t set;
-  gethostname(host, sizeof host - 1);
-  for (const char *p = host; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-  long long v[2] = {(long long)h, sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1};
+  long long h = host_hash(), v[2] = {h, sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1};
   PMPI_Bcast(v, 2, MPI_LONG_LONG, 0, f->comm);
-  int mine = (long long)h == v[0], there = 0;
+  int mine = h == v[0], there = 0;
   PMPI_Allreduce(&mine, &there, 1, MPI_INT, MPI_SUM, f->comm);
   return there > v[1];
+}
+
+/* Collective, at open on several nodes of the MPI: 1 when every rank runs on one kernel after
+ * all (MPICH's cliques; an MPI whose node split is not the machine's), so that POSIX shared
+ * memory reaches them all and sm, the fastest component, can run. The host names must agree,
+ * and a segment rank 0 makes must hold, for every rank, the file's id that rank 0 wrote: two
+ * machines of one name, or containers with their own /dev/shm, fail there. Tests:
+ * PARIO_TEST_ONE_KERNEL=0 (on every rank) makes the ranks count as on separate machines. */
+static int one_kernel(pario_file *f) {
+  const char *t = getenv("PARIO_TEST_ONE_KERNEL");
+  if (t && *t == '0') return 0;
+  long long h = host_hash(), v[2] = {h, -h}, r[2];
+  if (pario_allreduce_max(v, r, 2, MPI_LONG_LONG, f->comm) != MPI_SUCCESS || r[0] != -r[1]) return 0;
+  char name[64];
+  snprintf(name, sizeof name, "/pario-sfp-%llx-probe", f->uid);
+  unsigned long long id = f->uid;
+  int ok = 1, all_ok = 0;
+  if (f->rank == 0) {
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    ok = fd >= 0 && pwrite(fd, &id, sizeof id, 0) == (ssize_t)sizeof id;
+    if (fd >= 0) close(fd);
+  }
+  PMPI_Bcast(&ok, 1, MPI_INT, 0, f->comm);
+  if (ok && f->rank != 0) {
+    int fd = shm_open(name, O_RDONLY, 0);
+    id = 0;
+    ok = fd >= 0 && pread(fd, &id, sizeof id, 0) == (ssize_t)sizeof id && id == f->uid;
+    if (fd >= 0) close(fd);
+  }
+  PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, f->comm);
+  if (f->rank == 0) shm_unlink(name);
+  return all_ok;
+}
+
+int pario_sharedfp_one_kernel(const pario_file *f) {
+  const sfp_file *sf = st(f);
+  return sf && sf->one_kernel;
 }
 
 /* Whether the MPI serves rma's remote atomics in software at rank 0: MPICH 4.0 (ch4:ucx) runs
@@ -100,11 +147,11 @@ static int seq_lockedfile(pario_file *f) {
 }
 
 /* The component to set up inside MPI_File_open, or NULL (identical on all ranks). */
-static const pario_sharedfp_component *at_open(pario_file *f) {
+static const pario_sharedfp_component *at_open(pario_file *f, const sfp_file *sf) {
   if (named(f, "rma")) return &pario_sharedfp_rma;
   if (named(f, "addproc")) return &pario_sharedfp_addproc;
   if (named(f, "auto") && f->nodes > 1 && (f->amode & MPI_MODE_SEQUENTIAL) && pario_sharedfp_server.query(f) < 0 &&
-      !seq_lockedfile(f))
+      !sf->one_kernel && !seq_lockedfile(f))
     return pario_sharedfp_rma.query(f) >= 0 ? &pario_sharedfp_rma : &pario_sharedfp_addproc;
   return NULL;
 }
@@ -112,7 +159,8 @@ static const pario_sharedfp_component *at_open(pario_file *f) {
 /* Collective, inside MPI_File_open: set up rma or addproc when this file will use one. */
 static void setup_at_open(pario_file *f, sfp_file *sf) {
   static const char op[] = "MPI_File_open";
-  const pario_sharedfp_component *c = at_open(f);
+  if (f->nodes > 1 && (named(f, "auto") || named(f, "sm")) && !f->drv->remote) sf->one_kernel = one_kernel(f);
+  const pario_sharedfp_component *c = at_open(f, sf);
   if (!c) return;
   void *cs = NULL;
   /* The query must hold everywhere before anyone enters the collective setup. */

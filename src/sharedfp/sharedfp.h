@@ -64,5 +64,8 @@ int pario_sharedfp_position(pario_file *f, const char *op, MPI_Offset *pos);
 int pario_sharedfp_set(pario_file *f, const char *op, MPI_Offset target);
 /* "<dir>/.<name>.pario-sfp-<uid><suffix>": hidden storage beside the data file. */
 void pario_sharedfp_hidden_path(const pario_file *f, const char *suffix, char *buf, size_t n);
+/* 1 when the file's ranks span several nodes of the MPI but one kernel (MPICH's cliques), as
+ * found at open: POSIX shared memory reaches every rank. */
+int pario_sharedfp_one_kernel(const pario_file *f);
 
 #endif

@@ -1,5 +1,5 @@
 /* sm: the shared pointer in a POSIX shared-memory segment that every rank of the (single)
- * node maps, advanced with an atomic fetch-add: no locks, no messages. The segment is created
+ * node maps (or of several nodes of the MPI that share one kernel, select.c's one_kernel), advanced with an atomic fetch-add: no locks, no messages. The segment is created
  * by whichever rank needs it first (a new segment reads as zero) and removed at close.
  *
  * Ordered calls meet in the same segment instead of in MPI_Exscan + MPI_Bcast: each rank
@@ -46,7 +46,7 @@ static void seg_name(const pario_file *f, char *buf, size_t n) {
   snprintf(buf, n, "/pario-sfp-%llx", f->uid);
 }
 
-static int sm_query(pario_file *f) { return f->nodes == 1 ? 30 : -1; }
+static int sm_query(pario_file *f) { return f->nodes == 1 || pario_sharedfp_one_kernel(f) ? 30 : -1; }
 
 static int sm_attach(pario_file *f, void **state) {
   char name[64];

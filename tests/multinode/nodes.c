@@ -11,10 +11,13 @@
  *    where the plan says;
  *  - an automatic collective read of interleaved pieces aggregates (on one node it would
  *    read independently), and collective writes and reads move the right bytes;
- *  - shared pointers: auto gives lockedfile for a normal file, and for an MPI_MODE_SEQUENTIAL
- *    one rma on a network file system with a CPU per rank on rank 0's host, else lockedfile; rma takes its multi-node form (rank 0 runs its progress thread); sm is
- *    refused; rma, lockedfile, addproc and individual place every rank's write_shared
- *    records exactly once; individual's clock offsets lie within the error bounds pario
+ *  - shared pointers, the nodes taken for separate machines (PARIO_TEST_ONE_KERNEL=0): auto
+ *    gives lockedfile for a normal file, and for an MPI_MODE_SEQUENTIAL one rma on a network
+ *    file system with a CPU per rank on rank 0's host, else lockedfile; sm is refused; as they
+ *    are (one kernel under both virtual nodes): auto gives sm for both kinds of file, with
+ *    nothing set up at open, and sm forced runs; rma takes its multi-node form (rank 0 runs
+ *    its progress thread); rma, lockedfile, addproc, individual and sm place every rank's
+ *    write_shared records exactly once; individual's clock offsets lie within the error bounds pario
  *    reports, and causally related writes of different nodes are placed in time order
  *    wherever those bounds can tell them apart. */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
@@ -458,6 +461,22 @@ static void auto_sequential(void) {
   auto_sequential_on("1");
 }
 
+/* The virtual nodes share one kernel, which pario finds at open: auto takes sm for a normal
+ * and for a sequential file (nothing set up at open: get_info says auto until the first use),
+ * and sm forced runs. */
+static void one_kernel(void) {
+  const char *kv[] = {"pario_sharedfp", "auto", NULL};
+  const char *p = fname("onekernel");
+  MPI_File fh = open_hints(p, MPI_MODE_CREATE | MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL, kv);
+  CHECK(!strcmp(sharedfp_used(fh), "auto"), "one kernel, sequential file, at open: get_info pario_sharedfp=%s",
+        sharedfp_used(fh));
+  MPI_File_close(&fh);
+  if (rank == 0) remove(p);
+  records("auto", "sm", MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL, 200);
+  records("auto", "sm", MPI_MODE_RDWR, 200);
+  records("sm", "sm", MPI_MODE_RDWR, 300);
+}
+
 /* ---- individual's clock offsets ---- */
 
 typedef struct { long long off, err; } clk; /* as pario reports them (ns) */
@@ -605,10 +624,13 @@ int main(int argc, char **argv) {
     automatic_read();
     write_read("enable");
     write_read("automatic");
+    setenv("PARIO_TEST_ONE_KERNEL", "0", 1); /* the nodes as separate machines */
     auto_sequential();
     auto_normal();
-    rma_form();
     sm_refused();
+    unsetenv("PARIO_TEST_ONE_KERNEL");
+    one_kernel();
+    rma_form();
     const char *forced[] = {"rma", "lockedfile", "addproc", "individual"};
     for (int i = 0; i < 4; i++) records(forced[i], forced[i], MPI_MODE_RDWR, 300);
     individual_time_order(25);

@@ -1,6 +1,7 @@
 /* sm: the shared pointer in a POSIX shared-memory segment that every rank of the (single)
- * node maps (or of several nodes of the MPI that share one kernel, select.c's one_kernel), advanced with an atomic fetch-add: no locks, no messages. The segment is created
- * by whichever rank needs it first (a new segment reads as zero) and removed at close.
+ * node maps (or of several nodes of the MPI that share one kernel, select.c's one_kernel),
+ * advanced with an atomic fetch-add: no locks, no messages. The segment is created by
+ * whichever rank needs it first (a new segment reads as zero) and removed at close.
  *
  * Ordered calls meet in the same segment instead of in MPI_Exscan + MPI_Bcast: each rank
  * posts its size and counts itself in; the last to arrive sums the sizes, advances the

@@ -59,21 +59,33 @@ int pario_agree(MPI_Comm comm, int local_code) {
   return worst;
 }
 
-int pario_check_same(MPI_Comm comm, const char *op, const char *file, const char *what, long long value) {
+int pario_same_everywhere(MPI_Comm comm, long long value, int *same) {
   long long v[2] = {value, -value}, r[2];
-  if (pario_allreduce_max(v, r, 2, MPI_LONG_LONG, comm) != MPI_SUCCESS)
-    return pario_err(MPI_ERR_OTHER, op, file, 0, "agreement among ranks failed");
-  if (r[0] != -r[1]) return pario_err(MPI_ERR_NOT_SAME, op, file, 0, "%s differs between ranks", what);
+  *same = 0;
+  if (pario_allreduce_max(v, r, 2, MPI_LONG_LONG, comm) != MPI_SUCCESS) return MPI_ERR_OTHER;
+  *same = r[0] == -r[1];
   return MPI_SUCCESS;
+}
+
+int pario_check_same(MPI_Comm comm, const char *op, const char *file, const char *what, long long value) {
+  int same;
+  if (pario_same_everywhere(comm, value, &same) != MPI_SUCCESS)
+    return pario_err(MPI_ERR_OTHER, op, file, 0, "agreement among ranks failed");
+  if (!same) return pario_err(MPI_ERR_NOT_SAME, op, file, 0, "%s differs between ranks", what);
+  return MPI_SUCCESS;
+}
+
+long long pario_name_hash(const char *s, size_t n) {
+  unsigned long long h = 1469598103934665603ull; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return (long long)(h >> 1);
 }
 
 long long pario_host_id(void) {
   char name[MPI_MAX_PROCESSOR_NAME + 1] = "";
   int len = 0;
-  unsigned long long h = 1469598103934665603ull; /* FNV-1a */
   if (PMPI_Get_processor_name(name, &len) != MPI_SUCCESS) len = 0;
-  for (int i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 1099511628211ull;
-  return (long long)(h >> 1);
+  return pario_name_hash(name, (size_t)len);
 }
 
 /* A receive inside the exchange: a few polls, then polls that give the core away. When the two

@@ -16,10 +16,14 @@ void pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st);
 int pario_agree(MPI_Comm comm, int local_code);
 /* Polite MPI_MAX allreduce of n values (MPI_SUCCESS or MPI_ERR_OTHER). */
 int pario_allreduce_max(void *in, void *out, int n, MPI_Datatype type, MPI_Comm comm);
+/* Collective: *same = 1 when every rank passed the same value (MPI_SUCCESS or MPI_ERR_OTHER). */
+int pario_same_everywhere(MPI_Comm comm, long long value, int *same);
 /* MPI_ERR_NOT_SAME (as a code naming op and file) unless every rank passed the same value. */
 int pario_check_same(MPI_Comm comm, const char *op, const char *file, const char *what, long long value);
 /* CLOCK_MONOTONIC in nanoseconds. */
 long pario_mono_ns(void);
+/* A non-negative hash (FNV-1a) of n bytes of a name. */
+long long pario_name_hash(const char *s, size_t n);
 /* This host's identity: a hash of MPI_Get_processor_name, non-negative. Equal names mean one
  * kernel, hence one CLOCK_MONOTONIC. */
 long long pario_host_id(void);

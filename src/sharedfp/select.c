@@ -68,14 +68,12 @@ static int network_fs(const pario_file *f) {
   return 0;
 }
 
-/* FNV-1a of gethostname: the host, which MPICH's cliques do not divide (the MPI's node view
+/* A hash of gethostname: the host, which MPICH's cliques do not divide (the MPI's node view
  * and its processor names may). */
 static long long host_hash(void) {
   char host[256] = "";
-  unsigned long long h = 1469598103934665603ULL;
   gethostname(host, sizeof host - 1);
-  for (const char *p = host; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-  return (long long)(h >> 1);
+  return pario_name_hash(host, strlen(host));
 }
 
 /* Collective: 1 when rank 0's host runs more of the file's ranks than rank 0 may use CPUs
@@ -100,8 +98,8 @@ static int rank0_oversubscribed(pario_file *f) {
 static int one_kernel(pario_file *f) {
   const char *t = getenv("PARIO_TEST_ONE_KERNEL");
   if (t && *t == '0') return 0;
-  long long h = host_hash(), v[2] = {h, -h}, r[2];
-  if (pario_allreduce_max(v, r, 2, MPI_LONG_LONG, f->comm) != MPI_SUCCESS || r[0] != -r[1]) return 0;
+  int same = 0;
+  if (pario_same_everywhere(f->comm, host_hash(), &same) != MPI_SUCCESS || !same) return 0;
   char name[64];
   snprintf(name, sizeof name, "/pario-sfp-%llx-probe", f->uid);
   unsigned long long id = f->uid;

@@ -1,6 +1,7 @@
 /* Server-side tracing (--trace DIR, issue 17): network and storage spans with sizes, durations
  * and the request id as flow, cpu_pct/dirty_kb counters every 100 ms, as JSON Lines in
- * DIR/server-<port>-<pid>.jsonl; kept in memory, written when the buffer fills and at shutdown. */
+ * DIR/server-<port>-<pid>.jsonl; kept in memory, written when the buffer fills and at shutdown
+ * (src/trace/lines.c: whole lines only, losses logged once and counted in a closing marker). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "server.h"
+#include "trace/lines.h"
 
 #define TRACE_CAP 65536 /* events buffered before a flush */
 
@@ -25,7 +27,7 @@ typedef struct ev {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static ev *buf;
 static size_t nev;
-static FILE *out;
+static pario_lines out = {.fd = -1};
 static pthread_t sampler;
 static int sampler_stop;
 static int on;
@@ -43,18 +45,20 @@ static void flush_locked(void) {
   for (size_t i = 0; i < nev; i++) {
     ev *e = &buf[i];
     if (e->kind == 1) {
-      fprintf(out, "{\"type\":\"counter\",\"t\":%llu,\"name\":\"%s\",\"value\":%lld}\n", (unsigned long long)e->t,
-              e->name, (long long)e->value);
+      pario_lines_printf(&out, "{\"type\":\"counter\",\"t\":%llu,\"name\":\"%s\",\"value\":%lld}\n",
+                         (unsigned long long)e->t, e->name, (long long)e->value);
       continue;
     }
-    fprintf(out, "{\"type\":\"span\",\"t\":%llu,\"d\":%llu,\"tid\":%d,\"thread\":\"%s\",\"cat\":\"%s\",\"name\":\"%s\","
-            "\"args\":{\"bytes\":%llu,\"offset\":%llu}", (unsigned long long)e->t, (unsigned long long)e->d, e->tid,
-            e->thread, e->cat, e->op[0] ? e->op : e->name, (unsigned long long)e->bytes, (unsigned long long)e->offset);
-    if (e->flow) fprintf(out, ",\"flow\":%llu", (unsigned long long)e->flow);
-    fputs("}\n", out);
+    pario_lines_printf(&out, "{\"type\":\"span\",\"t\":%llu,\"d\":%llu,\"tid\":%d,\"thread\":\"%s\",\"cat\":\"%s\","
+                       "\"name\":\"%s\",\"args\":{\"bytes\":%llu,\"offset\":%llu}", (unsigned long long)e->t,
+                       (unsigned long long)e->d, e->tid, e->thread, e->cat, e->op[0] ? e->op : e->name,
+                       (unsigned long long)e->bytes, (unsigned long long)e->offset);
+    if (e->flow) pario_lines_printf(&out, ",\"flow\":%llu", (unsigned long long)e->flow);
+    pario_lines_put(&out, "}\n", 2);
   }
   nev = 0;
-  fflush(out);
+  if (pario_lines_flush(&out))
+    srv_log(LOG_ERROR, "trace: %s; events are dropped and counted, the server goes on", out.why);
 }
 
 static void add(const ev *e) {
@@ -127,14 +131,18 @@ static void *sample_main(void *arg) {
 int srv_trace_open(const char *dir, const char *shown, char *why, size_t whylen) {
   const char *colon = strrchr(shown, ':');
   char path[4096], host[256] = "?";
+  int e = pario_make_dirs(dir);
+  if (e) return snprintf(why, whylen, "--trace %s: cannot make the directory: %s", dir, strerror(e)), -1;
   snprintf(path, sizeof path, "%s/server-%s-%d.jsonl", dir, colon ? colon + 1 : "0", (int)getpid());
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0 || !(out = fdopen(fd, "w"))) return snprintf(why, whylen, "--trace %s: %s", path, strerror(errno)), -1;
+  if (pario_lines_open(&out, path, 1)) return snprintf(why, whylen, "--trace: %s", out.why), -1;
   buf = malloc(TRACE_CAP * sizeof *buf);
   if (!buf) return snprintf(why, whylen, "--trace: out of memory"), -1;
   gethostname(host, sizeof host - 1);
-  fprintf(out, "{\"type\":\"header\",\"format\":\"pario-trace\",\"version\":1,\"kind\":\"server\",\"pid\":%d,"
-          "\"host\":\"%s\",\"name\":\"server %s\",\"clock_offset_ns\":0,\"clock_err_ns\":-1}\n", (int)getpid(), host, shown);
+  pario_lines_printf(&out, "{\"type\":\"header\",\"format\":\"pario-trace\",\"version\":1,\"kind\":\"server\","
+                     "\"pid\":%d,\"host\":", (int)getpid());
+  pario_lines_str(&out, host);
+  pario_lines_printf(&out, ",\"name\":\"server %s\",\"clock_offset_ns\":0,\"clock_err_ns\":-1}\n", shown);
+  if (pario_lines_flush(&out)) return snprintf(why, whylen, "--trace: %s", out.why), -1;
   on = 1;
   if (pthread_create(&sampler, NULL, sample_main, NULL)) return snprintf(why, whylen, "--trace: no thread"), -1;
   srv_log(LOG_INFO, "tracing to %s", path);
@@ -142,14 +150,14 @@ int srv_trace_open(const char *dir, const char *shown, char *why, size_t whylen)
 }
 
 void srv_trace_close(void) {
-  if (!out) return;
+  if (out.fd < 0) return;
   __atomic_store_n(&sampler_stop, 1, __ATOMIC_RELEASE);
   pthread_join(sampler, NULL);
   pthread_mutex_lock(&mu);
   flush_locked();
   on = 0;
-  fclose(out);
-  out = NULL;
+  if (pario_lines_close(&out))
+    srv_log(LOG_ERROR, "trace: lost %llu events (%s)", (unsigned long long)out.dropped, out.why);
   free(buf);
   buf = NULL;
   pthread_mutex_unlock(&mu);

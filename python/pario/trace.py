@@ -9,194 +9,18 @@ process's CLOCK_MONOTONIC in ns; adding the process's clock offset maps them to 
 
 from __future__ import annotations
 
-import glob
 import html
 import json
 import os
-import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
-FORMAT = "pario-trace"
-VERSION = 1
+from .tracefile import Proc, Trace, TraceError, load, read_file  # noqa: F401 (the reading half)
+
 SERVER_BASE_PID = 100000  # Chrome process ids of servers (clients use their rank)
 # Categories of work inside a collective call (stats): name -> bucket.
 WAIT_SPANS = {"wait_allgather", "wait_ready", "wait_done", "ordered_wait"}
-
-
-class TraceError(Exception):
-    """A trace directory or file that cannot be used: one line, exit status 2."""
-
-
-@dataclass
-class Proc:
-    """One process's file: its header, its threads and its events (times in its own clock)."""
-    path: str
-    kind: str
-    name: str
-    pid: int
-    rank: int = -1
-    host: str = ""
-    offset: int = 0
-    err: int = -1
-    offset_given: bool = False
-    threads: Dict[int, str] = field(default_factory=dict)
-    files: Dict[int, str] = field(default_factory=dict)
-    spans: List[dict] = field(default_factory=list)
-    instants: List[dict] = field(default_factory=list)
-    counters: List[dict] = field(default_factory=list)
-    server_clocks: List[dict] = field(default_factory=list)
-
-    @property
-    def sort_key(self) -> Tuple[int, int, str]:
-        return (0 if self.kind == "client" else 1, self.rank, self.name)
-
-
-@dataclass
-class Trace:
-    procs: List[Proc]
-    warnings: List[str] = field(default_factory=list)
-
-    @property
-    def clients(self) -> List[Proc]:
-        return [p for p in self.procs if p.kind == "client"]
-
-    @property
-    def servers(self) -> List[Proc]:
-        return [p for p in self.procs if p.kind == "server"]
-
-    def bounds(self) -> Tuple[int, int]:
-        """First and last instant of the whole trace on rank 0's clock (ns)."""
-        lo, hi = None, None
-        for p in self.procs:
-            for e in p.spans:
-                a, b = e["t"] + p.offset, e["t"] + e["d"] + p.offset
-                lo = a if lo is None or a < lo else lo
-                hi = b if hi is None or b > hi else hi
-            for e in p.instants + p.counters:
-                a = e["t"] + p.offset
-                lo = a if lo is None or a < lo else lo
-                hi = a if hi is None or a > hi else hi
-        return (lo or 0, hi or 0)
-
-
-# ---- reading -------------------------------------------------------------------------------
-
-_NAME = re.compile(r"^(client|server)-[^/]+\.jsonl$")
-
-
-def _int(obj: dict, key: str, where: str) -> int:
-    v = obj.get(key)
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise TraceError(f"{where}: field {key!r} must be an integer")
-    return v
-
-
-def _header(obj: dict, path: str) -> Proc:
-    where = f"{path}:1"
-    if obj.get("type") != "header" or obj.get("format") != FORMAT:
-        raise TraceError(f"{where}: not a pario trace (the first line must be a pario-trace header)")
-    if obj.get("version") != VERSION:
-        raise TraceError(f"{where}: trace format version {obj.get('version')!r} (this pario reads {VERSION})")
-    kind = obj.get("kind")
-    if kind not in ("client", "server"):
-        raise TraceError(f"{where}: kind must be 'client' or 'server', not {kind!r}")
-    p = Proc(path=path, kind=kind, name=str(obj.get("name") or os.path.basename(path)),
-             pid=_int(obj, "pid", where), host=str(obj.get("host", "")))
-    p.rank = _int(obj, "rank", where) if kind == "client" else -1
-    p.offset = int(obj.get("clock_offset_ns", 0) or 0)
-    p.err = int(obj.get("clock_err_ns", -1) if obj.get("clock_err_ns") is not None else -1)
-    p.offset_given = "clock_offset_ns" in obj and (p.err >= 0 or p.offset != 0)
-    return p
-
-
-def _event(p: Proc, obj: dict, where: str) -> None:
-    typ = obj.get("type")
-    if typ in ("span", "instant", "counter"):
-        _int(obj, "t", where)
-        tid = obj.get("tid", 0)
-        p.threads.setdefault(tid if isinstance(tid, int) else 0, str(obj.get("thread", f"thread {tid}")))
-    if typ == "span":
-        d = _int(obj, "d", where)
-        if d < 0:
-            raise TraceError(f"{where}: negative duration")
-        p.spans.append(obj)
-    elif typ == "instant":
-        p.instants.append(obj)
-    elif typ == "counter":
-        if not isinstance(obj.get("value"), (int, float)):
-            raise TraceError(f"{where}: a counter needs a numeric 'value'")
-        p.counters.append(obj)
-    elif typ == "file":
-        p.files[obj.get("id")] = str(obj.get("name", ""))
-    elif typ == "clock":
-        p.offset = int(obj.get("clock_offset_ns", p.offset))
-        p.err = int(obj.get("clock_err_ns", p.err))
-        p.offset_given = True
-    elif typ == "server_clock":
-        p.server_clocks.append(obj)
-    # other types: a newer writer's additions, ignored
-
-
-def read_file(path: str, warnings: List[str]) -> Proc:
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        lines = fh.read().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    elif lines:  # the process died while writing: its last line is cut
-        warnings.append(f"{path}: last line incomplete (process ended while writing), skipped")
-        lines.pop()
-    if not lines:
-        raise TraceError(f"{path}: empty trace file")
-    try:
-        p = _header(json.loads(lines[0]), path)
-    except json.JSONDecodeError as e:
-        raise TraceError(f"{path}:1: not JSON ({e.msg})") from None
-    for i, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TraceError(f"{path}:{i}: not JSON ({e.msg})") from None
-        if not isinstance(obj, dict):
-            raise TraceError(f"{path}:{i}: an event must be a JSON object")
-        _event(p, obj, f"{path}:{i}")
-    return p
-
-
-def _align_servers(trace: Trace) -> None:
-    """Servers whose header has no offset take the one a client measured through the
-    protocol's ping (server time + offset = that client's time), plus the client's own."""
-    measured: Dict[str, Tuple[int, int]] = {}
-    for c in trace.clients:
-        for sc in c.server_clocks:
-            off = int(sc.get("offset_ns", 0)) + c.offset
-            err = int(sc.get("err_ns", -1))
-            name = str(sc.get("name", ""))
-            best = measured.get(name)
-            if best is None or (0 <= err < best[1]) or best[1] < 0:
-                measured[name] = (off, err if err < 0 or c.err < 0 else err + c.err)
-    for s in trace.servers:
-        if not s.offset_given and s.name in measured:
-            s.offset, s.err = measured[s.name]
-            s.offset_given = True
-
-
-def load(directory: str) -> Trace:
-    if not os.path.isdir(directory):
-        raise TraceError(f"{directory}: no such trace directory")
-    paths = sorted(p for p in glob.glob(os.path.join(directory, "*.jsonl")) if _NAME.match(os.path.basename(p)))
-    if not paths:
-        raise TraceError(f"{directory}: no trace files (client-*.jsonl, server-*.jsonl); was the program run "
-                         "with PARIO_TRACE set and libpario preloaded?")
-    warnings: List[str] = []
-    procs = [read_file(p, warnings) for p in paths]
-    procs.sort(key=lambda p: p.sort_key)
-    trace = Trace(procs, warnings)
-    _align_servers(trace)
-    return trace
 
 
 # ---- nesting -------------------------------------------------------------------------------
@@ -544,6 +368,12 @@ def stats_text(trace: Trace) -> str:
     else:
         parts += ["", "servers: none in this trace"]
     parts += ["", "ranks:", text_table(RANK_COLUMNS, rank_rows(rank_stats(trace)))]
+    losses = [f"  {p.name}: " + ", ".join(x for x in (
+        f"lost {p.dropped} events while tracing ({p.drop_reason or 'no reason given'})" if p.dropped else "",
+        f"{p.bad_lines} unreadable line(s) skipped" if p.bad_lines else "") if x)
+        for p in trace.procs if p.dropped or p.bad_lines]
+    if losses:
+        parts += ["", "incomplete (the totals above miss these):"] + losses
     return "\n".join(parts)
 
 

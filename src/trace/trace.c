@@ -1,10 +1,12 @@
 /* The event recorder behind trace.h: fixed-size records in per-thread buffers, written as JSON
  * lines into DIR/client-<rank>-<pid>.jsonl when a buffer fills, at file close and at
- * MPI_Finalize. Nothing here talks to MPI: the tracer layer (src/tracer) tells it the rank,
- * the clock offset and the files. */
+ * MPI_Finalize. A trace that cannot be written loses whole lines only, says so once on stderr
+ * and ends with a "dropped" marker. Nothing here talks to MPI except to learn the rank when no
+ * file told it: the tracer layer (src/tracer) tells it the rank, the clock offset and the files. */
 #include "trace/trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "trace/lines.h"
 
 int pario_trace_on;
 
@@ -53,7 +56,7 @@ static _Thread_local tbuf *mine;
 static _Thread_local uint64_t cur_flow;
 static uint64_t flow_seq;
 static char dir[4096];
-static FILE *out;
+static pario_lines out = {.fd = -1}; /* the trace file, opened at the first flush */
 static int world_rank = -1;
 static int64_t clock_off, clock_err = -1;
 static int clock_dirty; /* a new offset since the header was written */
@@ -157,7 +160,7 @@ void pario_trace_flow_set(uint64_t id) { cur_flow = id; }
 
 /* ---- writing ---- */
 
-/* s as a JSON string (quotes included) into out. */
+/* s as a JSON string (quotes included) into o. */
 static void put_str(FILE *o, const char *s) {
   fputc('"', o);
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -168,39 +171,53 @@ static void put_str(FILE *o, const char *s) {
   fputc('"', o);
 }
 
+/* ---- the file (under out_lock) ---- */
+
 static void put_header(void) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
-  fprintf(out, "{\"type\":\"header\",\"format\":\"pario-trace\",\"version\":1,\"kind\":\"client\","
-               "\"rank\":%d,\"pid\":%d,\"host\":", world_rank, (int)getpid());
-  put_str(out, host);
-  fprintf(out, ",\"name\":\"rank %d\",\"clock_offset_ns\":%lld,\"clock_err_ns\":%lld}\n", world_rank,
-          (long long)clock_off, (long long)clock_err);
+  pario_lines_printf(&out, "{\"type\":\"header\",\"format\":\"pario-trace\",\"version\":1,\"kind\":\"client\","
+                     "\"rank\":%d,\"pid\":%d,\"host\":", world_rank, (int)getpid());
+  pario_lines_str(&out, host);
+  pario_lines_printf(&out, ",\"name\":\"rank %d\",\"clock_offset_ns\":%lld,\"clock_err_ns\":%lld}\n", world_rank,
+                     (long long)clock_off, (long long)clock_err);
   clock_dirty = 0;
 }
 
-/* The trace file, opened (and its header written) at the first flush; under out_lock. */
-static FILE *output(void) {
-  if (out || !dir[0]) return out;
-  if (world_rank < 0) { /* no file was opened: ask MPI, if it is still there */
-    int init = 0, fin = 1;
-    PMPI_Initialized(&init);
-    PMPI_Finalized(&fin);
-    int r = -1;
-    if (init && !fin) PMPI_Comm_rank(MPI_COMM_WORLD, &r);
-    __atomic_store_n(&world_rank, r, __ATOMIC_RELAXED);
+/* The first failure, once on stderr whatever PARIO_LOG says (a trace that silently loses
+ * events misleads whoever reads it); later ones are only counted. */
+static void say_lost(void) {
+  pario_log(0, "trace: %s; events are dropped and counted, the program goes on", out.why);
+}
+
+/* Start a batch into the trace file, opened at the first flush (and tried again at later
+ * ones while it cannot be); the header first into a file that has none yet (a first write
+ * that failed leaves none either). 0, or -1 with nothing to write to. */
+static int batch_begin(void) {
+  if (out.fd < 0) {
+    if (!dir[0]) return -1;
+    if (world_rank < 0) { /* no file was opened: ask MPI, if it is still there */
+      int init = 0, fin = 1;
+      PMPI_Initialized(&init);
+      PMPI_Finalized(&fin);
+      int r = -1;
+      if (init && !fin) PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+      __atomic_store_n(&world_rank, r, __ATOMIC_RELAXED);
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/client-%d-%d.jsonl", dir, world_rank, (int)getpid());
+    int said = out.why[0] != 0;
+    if (pario_lines_open(&out, path, 0) != 0) {
+      if (!said) say_lost();
+      return -1;
+    }
   }
-  char path[4200];
-  snprintf(path, sizeof path, "%s/client-%d-%d.jsonl", dir, world_rank, (int)getpid());
-  out = fopen(path, "a");
-  if (!out) {
-    pario_log(1, "pario: trace: cannot open %s: %s (tracing stops)", path, strerror(errno));
-    pario_trace_on = 0;
-    return NULL;
-  }
-  setvbuf(out, NULL, _IOFBF, 1 << 20);
-  put_header();
-  return out;
+  if (out.good == 0 && out.len == 0) put_header();
+  return 0;
+}
+
+static void batch_end(void) {
+  if (pario_lines_flush(&out)) say_lost();
 }
 
 /* An event's line is made in a local buffer by hand (no printf: formatting is most of the
@@ -279,19 +296,19 @@ static void put_event(const tbuf *b, const ev *e) {
     *l->p++ = '}';
   }
   *l->p++ = '\n';
-  fwrite_unlocked(l->buf, 1, (size_t)(l->p - l->buf), out); /* out_lock is held */
+  pario_lines_put(&out, l->buf, (size_t)(l->p - l->buf)); /* out_lock is held */
 }
 
 /* Notes (files, clocks) before the events that may refer to them; under out_lock. */
 static void put_notes(void) {
   if (clock_dirty) {
-    fprintf(out, "{\"type\":\"clock\",\"clock_offset_ns\":%lld,\"clock_err_ns\":%lld}\n",
-            (long long)clock_off, (long long)clock_err);
+    pario_lines_printf(&out, "{\"type\":\"clock\",\"clock_offset_ns\":%lld,\"clock_err_ns\":%lld}\n",
+                       (long long)clock_off, (long long)clock_err);
     clock_dirty = 0;
   }
   while (notes) {
     note *n = notes;
-    fputs(n->line, out);
+    pario_lines_put(&out, n->line, strlen(n->line));
     notes = n->next;
     free(n->line);
     free(n);
@@ -299,12 +316,15 @@ static void put_notes(void) {
   notes_tail = &notes;
 }
 
-/* Write b's events; b->lock held by the caller. */
+/* Write b's events; b->lock held by the caller. Events with no file to go to are counted. */
 static void write_buf(tbuf *b) {
   pthread_mutex_lock(&out_lock);
-  if (output()) {
+  if (batch_begin() == 0) {
     put_notes();
     for (int i = 0; i < b->n; i++) put_event(b, &b->e[i]);
+    batch_end();
+  } else {
+    pario_lines_lose(&out, (uint64_t)b->n, "no trace file");
   }
   pthread_mutex_unlock(&out_lock);
   b->n = 0;
@@ -319,20 +339,23 @@ void pario_trace_flush(void) {
   }
   pthread_mutex_unlock(&list_lock);
   pthread_mutex_lock(&out_lock);
-  if (output()) {
+  if (batch_begin() == 0) {
     put_notes();
-    fflush(out);
+    batch_end();
   }
   pthread_mutex_unlock(&out_lock);
 }
 
+/* A trace that lost lines ends with a marker saying how many and why (docs/trace-format.md);
+ * where even that cannot be written, stderr has it. */
 void pario_trace_finalize(void) {
   if (!dir[0]) return;
   pario_trace_flush();
   pario_trace_on = 0;
   pthread_mutex_lock(&out_lock);
-  if (out) fclose(out);
-  out = NULL;
+  if (out.dropped && out.fd < 0) batch_begin(); /* the marker needs a file: one more try */
+  if (pario_lines_close(&out) != 0)
+    pario_log(0, "trace: rank %d lost %llu events (%s)", world_rank, (unsigned long long)out.dropped, out.why);
   pthread_mutex_unlock(&out_lock);
 }
 
@@ -391,7 +414,7 @@ void pario_trace_set_clock(int64_t offset_ns, int64_t err_ns) {
 
 void pario_trace_set_rank(int r) {
   pthread_mutex_lock(&out_lock);
-  if (!out) __atomic_store_n(&world_rank, r, __ATOMIC_RELAXED); /* an open file keeps its name */
+  if (out.fd < 0) __atomic_store_n(&world_rank, r, __ATOMIC_RELAXED); /* an open file keeps its name */
   pthread_mutex_unlock(&out_lock);
 }
 
@@ -401,8 +424,8 @@ int pario_trace_enable(const char *d) {
   pthread_mutex_lock(&out_lock);
   int e = 0;
   if (!dir[0]) {
-    if (mkdir(d, 0777) != 0 && errno != EEXIST) e = errno;
-    else snprintf(dir, sizeof dir, "%s", d);
+    e = pario_make_dirs(d);
+    if (!e) snprintf(dir, sizeof dir, "%s", d);
   }
   pthread_mutex_unlock(&out_lock);
   if (!e) pario_trace_on = 1;
@@ -412,5 +435,6 @@ int pario_trace_enable(const char *d) {
 /* PARIO_TRACE=DIR turns tracing on before main, so that the first MPI_File_open is seen. */
 __attribute__((constructor)) static void trace_from_env(void) {
   const char *d = getenv("PARIO_TRACE");
-  if (d && *d && pario_trace_enable(d) != 0) pario_log(1, "pario: trace: cannot make directory %s", d);
+  int e = d && *d ? pario_trace_enable(d) : 0;
+  if (e) pario_log(0, "trace: cannot make the trace directory %s (PARIO_TRACE): %s; not tracing", d, strerror(e));
 }

@@ -84,8 +84,8 @@ void pario_trace_flow_set(uint64_t id);
 
 /* ---- process-wide state, set by the tracer layer (src/tracer) ---- */
 
-/* Turn tracing on, writing into dir (the first directory given wins). 0, or an errno value
- * when the directory cannot be made. */
+/* Turn tracing on, writing into dir, made with its missing parents (the first directory
+ * given wins). 0, or an errno value when the directory cannot be made. */
 int pario_trace_enable(const char *dir);
 const char *pario_trace_dir(void);
 /* This process's MPI_COMM_WORLD rank (names its file). */

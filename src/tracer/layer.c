@@ -2,6 +2,8 @@
  * hint pario_trace, names the file and this rank in the trace and aligns this rank's clock
  * to rank 0's; after close it flushes the buffers; at MPI_Finalize it closes the trace.
  * The recorder itself is src/trace, beneath every layer. */
+#include <string.h>
+
 #include "core/comm.h"
 #include "core/file.h"
 #include "core/layer.h"
@@ -27,8 +29,8 @@ static void align_clock(pario_file *f) {
 
 static int hook_open(pario_file *f, void **state) {
   (void)state;
-  if (f->hints.trace[0] && !PARIO_TRACING() && pario_trace_enable(f->hints.trace) != 0)
-    pario_log(1, "pario: trace: cannot make directory %s", f->hints.trace);
+  int e = f->hints.trace[0] && !PARIO_TRACING() ? pario_trace_enable(f->hints.trace) : 0;
+  if (e) pario_log(0, "trace: cannot make the trace directory %s (hint pario_trace): %s; not tracing", f->hints.trace, strerror(e));
   if (!PARIO_TRACING()) return MPI_SUCCESS;
   uint64_t t0 = pario_trace_now();
   int wr = 0;

@@ -188,8 +188,7 @@ def test_cli_stats_merge_report(tdir, tmp_path, capsys):
 @pytest.mark.parametrize("setup, message", [
     (lambda d: None, "no trace files"),
     (lambda d: open(os.path.join(d, "client-0-1.jsonl"), "w").write('{"type":"header"}\n'), "not a pario trace"),
-    (lambda d: open(os.path.join(d, "client-0-1.jsonl"), "w").write(
-        json.dumps(_header("client", "rank 0", 1, rank=0)) + "\n{oops\n"), "client-0-1.jsonl:2: not JSON"),
+    (lambda d: open(os.path.join(d, "client-0-1.jsonl"), "w").write(""), "no usable trace file"),
     (lambda d: open(os.path.join(d, "client-0-1.jsonl"), "w").write(
         json.dumps(dict(_header("client", "rank 0", 1, rank=0), version=2)) + "\n"), "version 2"),
 ])
@@ -200,6 +199,35 @@ def test_cli_errors_one_line(tmp_path, capsys, setup, message):
     assert cli.main(["trace", "stats", d]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("pario: error: ") and message in err
+
+
+def _write_raw(d, name, lines):
+    """A trace file of JSON objects and raw strings (lines that are not valid JSON)."""
+    with open(os.path.join(d, name), "w") as fh:
+        fh.write("".join(json.dumps(x) + "\n" if not isinstance(x, str) else x for x in lines))
+
+
+def test_partial_trace_is_used(tmp_path, capsys):
+    """A trace that lost parts (a full file system, a killed rank) is read as far as it goes:
+    every usable file and every complete line, with one warning per loss naming the rank."""
+    d = str(tmp_path / "partial")
+    os.mkdir(d)
+    span = {"type": "span", "t": 1000, "d": 500, "tid": 0, "thread": "main", "cat": "api",
+            "name": "write_at", "args": {"bytes": 4096}}
+    _write_raw(d, "client-0-1.jsonl", [_header("client", "rank 0", 1, rank=0), span,
+                                   {"type": "dropped", "events": 17, "reason": "cannot write x: No space left on device"}])
+    _write_raw(d, "client-1-2.jsonl", [])  # nothing written at all
+    _write_raw(d, "client-2-3.jsonl", [_header("client", "rank 2", 3, rank=2), "{oops\n", dict(span, t=2000),
+                                   '{"type":"span","t":3'])  # a bad line, and a last line cut short
+    assert cli.main(["trace", "stats", d]) == 0
+    cap = capsys.readouterr()
+    assert "client-1-2.jsonl: empty" in cap.err
+    assert "rank 0: lost 17 event(s) while tracing (cannot write x: No space left on device)" in cap.err
+    assert "rank 2: 1 line(s) skipped" in cap.err and "last line incomplete" in cap.err
+    assert "rank 0" in cap.out and "rank 2" in cap.out
+    assert "lost 17 events" in cap.out  # the stats say which rank lost what
+    t = tr.load(d)
+    assert [p.rank for p in t.clients] == [0, 2] and sum(len(p.spans) for p in t.procs) == 2
 
 
 def test_cli_usage(tdir, capsys):

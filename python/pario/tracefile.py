@@ -1,0 +1,227 @@
+"""Reading a pario trace directory (docs/trace-format.md): one JSON Lines file per process,
+`client-<rank>-<pid>.jsonl` from libpario and `server-<port>-<pid>.jsonl` from pario-server.
+
+A trace is read as far as it is usable: a file that is empty or has no valid header is left out,
+a line that is not a complete JSON object is skipped, and each loss becomes one warning that
+names the process and says why (a full file system, a process that ended while writing, the
+writer's own `dropped` marker). Only a directory with no usable file at all is an error.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+FORMAT = "pario-trace"
+VERSION = 1
+
+
+class TraceError(Exception):
+    """A trace directory or file that cannot be used: one line, exit status 2."""
+
+
+@dataclass
+class Proc:
+    """One process's file: its header, its threads and its events (times in its own clock)."""
+    path: str
+    kind: str
+    name: str
+    pid: int
+    rank: int = -1
+    host: str = ""
+    offset: int = 0
+    err: int = -1
+    offset_given: bool = False
+    threads: Dict[int, str] = field(default_factory=dict)
+    files: Dict[int, str] = field(default_factory=dict)
+    spans: List[dict] = field(default_factory=list)
+    instants: List[dict] = field(default_factory=list)
+    counters: List[dict] = field(default_factory=list)
+    server_clocks: List[dict] = field(default_factory=list)
+    dropped: int = 0          # events the writer could not write (its `dropped` markers)
+    drop_reason: str = ""
+    bad_lines: int = 0        # lines skipped here: not JSON, or not a valid event
+
+    @property
+    def sort_key(self) -> Tuple[int, int, str]:
+        return (0 if self.kind == "client" else 1, self.rank, self.name)
+
+
+@dataclass
+class Trace:
+    procs: List[Proc]
+    warnings: List[str] = field(default_factory=list)
+
+    @property
+    def clients(self) -> List[Proc]:
+        return [p for p in self.procs if p.kind == "client"]
+
+    @property
+    def servers(self) -> List[Proc]:
+        return [p for p in self.procs if p.kind == "server"]
+
+    def bounds(self) -> Tuple[int, int]:
+        """First and last instant of the whole trace on rank 0's clock (ns)."""
+        lo, hi = None, None
+        for p in self.procs:
+            for e in p.spans:
+                a, b = e["t"] + p.offset, e["t"] + e["d"] + p.offset
+                lo = a if lo is None or a < lo else lo
+                hi = b if hi is None or b > hi else hi
+            for e in p.instants + p.counters:
+                a = e["t"] + p.offset
+                lo = a if lo is None or a < lo else lo
+                hi = a if hi is None or a > hi else hi
+        return (lo or 0, hi or 0)
+
+
+_NAME = re.compile(r"^(client|server)-[^/]+\.jsonl$")
+
+
+def _int(obj: dict, key: str, where: str) -> int:
+    v = obj.get(key)
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TraceError(f"{where}: field {key!r} must be an integer")
+    return v
+
+
+def _header(obj: dict, path: str) -> Proc:
+    where = f"{path}:1"
+    if not isinstance(obj, dict) or obj.get("type") != "header" or obj.get("format") != FORMAT:
+        raise TraceError(f"{where}: not a pario trace (the first line must be a pario-trace header)")
+    if obj.get("version") != VERSION:
+        raise TraceError(f"{where}: trace format version {obj.get('version')!r} (this pario reads {VERSION})")
+    kind = obj.get("kind")
+    if kind not in ("client", "server"):
+        raise TraceError(f"{where}: kind must be 'client' or 'server', not {kind!r}")
+    p = Proc(path=path, kind=kind, name=str(obj.get("name") or os.path.basename(path)),
+             pid=_int(obj, "pid", where), host=str(obj.get("host", "")))
+    p.rank = _int(obj, "rank", where) if kind == "client" else -1
+    p.offset = int(obj.get("clock_offset_ns", 0) or 0)
+    p.err = int(obj.get("clock_err_ns", -1) if obj.get("clock_err_ns") is not None else -1)
+    p.offset_given = "clock_offset_ns" in obj and (p.err >= 0 or p.offset != 0)
+    return p
+
+
+def _event(p: Proc, obj: dict, where: str) -> None:
+    typ = obj.get("type")
+    if typ in ("span", "instant", "counter"):
+        _int(obj, "t", where)
+        tid = obj.get("tid", 0)
+        p.threads.setdefault(tid if isinstance(tid, int) else 0, str(obj.get("thread", f"thread {tid}")))
+    if typ == "span":
+        d = _int(obj, "d", where)
+        if d < 0:
+            raise TraceError(f"{where}: negative duration")
+        p.spans.append(obj)
+    elif typ == "instant":
+        p.instants.append(obj)
+    elif typ == "counter":
+        if not isinstance(obj.get("value"), (int, float)):
+            raise TraceError(f"{where}: a counter needs a numeric 'value'")
+        p.counters.append(obj)
+    elif typ == "file":
+        p.files[obj.get("id")] = str(obj.get("name", ""))
+    elif typ == "clock":
+        p.offset = int(obj.get("clock_offset_ns", p.offset))
+        p.err = int(obj.get("clock_err_ns", p.err))
+        p.offset_given = True
+    elif typ == "server_clock":
+        p.server_clocks.append(obj)
+    elif typ == "dropped":
+        p.dropped += _int(obj, "events", where)
+        p.drop_reason = p.drop_reason or str(obj.get("reason", ""))
+    # other types: a newer writer's additions, ignored
+
+
+def _lines(path: str, warnings: List[str]) -> List[str]:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        lines = fh.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    elif lines:  # the process died while writing: its last line is cut
+        warnings.append(f"{path}: last line incomplete (the process ended while writing), skipped")
+        lines.pop()
+    return lines
+
+
+def read_file(path: str, warnings: List[str]) -> Optional[Proc]:
+    """The process in one trace file, or None (with a warning) when the file has nothing
+    usable: empty, unreadable, or without a valid header."""
+    try:
+        lines = _lines(path, warnings)
+    except OSError as e:
+        warnings.append(f"{path}: cannot read ({e.strerror}), left out")
+        return None
+    if not lines:
+        warnings.append(f"{path}: empty (the process wrote nothing: its stderr says why, e.g. a full "
+                        "file system or an unwritable directory), left out")
+        return None
+    try:
+        p = _header(json.loads(lines[0]), path)
+    except json.JSONDecodeError as e:
+        warnings.append(f"{path}:1: not JSON ({e.msg}), file left out")
+        return None
+    except TraceError as e:
+        warnings.append(f"{e}, file left out")
+        return None
+    first_bad = ""
+    for i, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            if not isinstance(obj, dict):
+                raise TraceError(f"{path}:{i}: an event must be a JSON object")
+            _event(p, obj, f"{path}:{i}")
+        except json.JSONDecodeError as e:
+            p.bad_lines += 1
+            first_bad = first_bad or f"{path}:{i}: not JSON ({e.msg})"
+        except TraceError as e:
+            p.bad_lines += 1
+            first_bad = first_bad or str(e)
+    if p.bad_lines:
+        warnings.append(f"{p.name}: {p.bad_lines} line(s) skipped, the first: {first_bad}")
+    if p.dropped:
+        warnings.append(f"{p.name}: lost {p.dropped} event(s) while tracing ({p.drop_reason or 'no reason given'})")
+    return p
+
+
+def _align_servers(trace: Trace) -> None:
+    """Servers whose header has no offset take the one a client measured through the
+    protocol's ping (server time + offset = that client's time), plus the client's own."""
+    measured: Dict[str, Tuple[int, int]] = {}
+    for c in trace.clients:
+        for sc in c.server_clocks:
+            off = int(sc.get("offset_ns", 0)) + c.offset
+            err = int(sc.get("err_ns", -1))
+            name = str(sc.get("name", ""))
+            best = measured.get(name)
+            if best is None or (0 <= err < best[1]) or best[1] < 0:
+                measured[name] = (off, err if err < 0 or c.err < 0 else err + c.err)
+    for s in trace.servers:
+        if not s.offset_given and s.name in measured:
+            s.offset, s.err = measured[s.name]
+            s.offset_given = True
+
+
+def load(directory: str) -> Trace:
+    """Every usable file of a trace directory; TraceError only when none is."""
+    if not os.path.isdir(directory):
+        raise TraceError(f"{directory}: no such trace directory")
+    paths = sorted(p for p in glob.glob(os.path.join(directory, "*.jsonl")) if _NAME.match(os.path.basename(p)))
+    if not paths:
+        raise TraceError(f"{directory}: no trace files (client-*.jsonl, server-*.jsonl); was the program run "
+                         "with PARIO_TRACE set and libpario preloaded?")
+    warnings: List[str] = []
+    procs = [p for p in (read_file(path, warnings) for path in paths) if p is not None]
+    if not procs:
+        raise TraceError(f"{directory}: no usable trace file ({len(paths)} found): " + "; ".join(warnings))
+    procs.sort(key=lambda p: p.sort_key)
+    trace = Trace(procs, warnings)
+    _align_servers(trace)
+    return trace

@@ -51,24 +51,23 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
-def _seconds(text: str) -> float:
+def _number_of_seconds(text: str, positive: bool) -> float:
     try:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    if not math.isfinite(v) or v < 0 or (positive and v == 0):
+        raise argparse.ArgumentTypeError(f"must be {'a positive number of' if positive else '0 or more'} seconds, "
+                                         f"not {text}")
     return v
+
+
+def _seconds(text: str) -> float:
+    return _number_of_seconds(text, True)
 
 
 def _pause(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text}")
-    return v
+    return _number_of_seconds(text, False)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -181,15 +180,19 @@ def _trace_parsers(sub) -> None:
     st = tsub.add_parser("stats", help="per-server table (seed 001, Table 2) and per-rank I/O times",
                          description="Print the servers' statistics (network and storage load, operations per "
                                      "second, storage accesses, bytes per storage operation, CPU usage, "
-                                     "throughput) and, per rank, time in I/O calls, bytes, and the split of "
-                                     "collective calls into exchange, file access and waiting.")
+                                     "throughput) over each server's active interval and, per rank, time in "
+                                     "I/O calls and in waits on pario's requests, data calls apart from opens "
+                                     "and closes, bytes (nonblocking calls' from their background jobs), and "
+                                     "the split of collective calls into exchange, file access and waiting.")
     st.add_argument("dir", metavar="DIR")
     st.add_argument("--json", action="store_true", help="machine-readable output")
+    _window_args(st)
     rp = tsub.add_parser("report", help="HTML page: timeline picture and the tables",
                          description="Write DIR/report.html (or -o FILE): client timelines above server "
                                      "timelines, as the seed's Figure 2, and the stats tables.")
     rp.add_argument("dir", metavar="DIR")
     rp.add_argument("-o", "--output", metavar="FILE", help="where to write (default DIR/report.html)")
+    _window_args(rp)
     from .pioviz import DEFAULT_EMULATE
     ex = tsub.add_parser(
         "experiment", help="run seed 001's (PIOviz) experiments traced on pario-server and report them",
@@ -217,6 +220,19 @@ def _trace_parsers(sub) -> None:
                     help="kill a pario-bench run after this long (default 900)")
 
 
+def _window_args(p) -> None:
+    p.add_argument("--from", dest="t_from", type=_pause, metavar="S", default=None,
+                   help="only what starts at or after S seconds from the trace's first event")
+    p.add_argument("--to", dest="t_to", type=_pause, metavar="S", default=None,
+                   help="only what starts before S seconds from the trace's first event")
+
+
+def _window(tr, t, args):
+    if args.t_from is not None and args.t_to is not None and args.t_to <= args.t_from:
+        raise UsageError(f"--to {args.t_to} must be after --from {args.t_from}")
+    return tr.window_of(t, args.t_from, args.t_to)
+
+
 def cmd_trace(args) -> int:
     from dataclasses import asdict
 
@@ -237,13 +253,14 @@ def cmd_trace(args) -> int:
                 n = tr.merge_otf2(t, args.otf2)
                 print(f"{os.path.join(args.otf2, 'traces.otf2')}: {n} events from {len(t.procs)} process(es)")
         elif args.trace_command == "stats":
+            w = _window(tr, t, args)
             if args.json:
-                print(json.dumps({"servers": [asdict(s) for s in tr.server_stats(t)],
-                                  "ranks": [asdict(r) for r in tr.rank_stats(t)]}, indent=1))
+                print(json.dumps({"window_ns": w, "servers": [asdict(s) for s in tr.server_stats(t, window=w)],
+                                  "ranks": [asdict(r) for r in tr.rank_stats(t, w)]}, indent=1))
             else:
-                print(tr.stats_text(t))
+                print(tr.stats_text(t, w))
         else:
-            print(f"report: {tr.write_report(t, args.dir, args.output)}")
+            print(f"report: {tr.write_report(t, args.dir, args.output, _window(tr, t, args))}")
     except tr.TraceError as e:
         return _error(str(e))
     return EXIT_OK

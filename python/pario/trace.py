@@ -16,71 +16,18 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from .tracefile import Proc, Trace, TraceError, load, read_file  # noqa: F401 (the reading half)
+from .tracefile import (Proc, Trace, TraceError, _bytes_of, by_thread, load, nest,  # noqa: F401
+                        outermost, overlap, read_file)
+from .tracestats import (RANK_COLUMNS, SERVER_COLUMNS, RankStats, ServerStats, rank_rows,  # noqa: F401
+                         rank_stats, server_rows, server_stats, stats_text, text_table, window_of)
 
 SERVER_BASE_PID = 100000  # Chrome process ids of servers (clients use their rank)
-# Categories of work inside a collective call (stats): name -> bucket.
-WAIT_SPANS = {"wait_allgather", "wait_ready", "wait_done", "ordered_wait"}
-
-
-# ---- nesting -------------------------------------------------------------------------------
-
-def by_thread(p: Proc) -> Dict[int, List[dict]]:
-    """Spans of each thread, sorted by start and, at equal starts, longest first (parents
-    before children)."""
-    out: Dict[int, List[dict]] = {}
-    for e in p.spans:
-        out.setdefault(e.get("tid", 0), []).append(e)
-    for v in out.values():
-        v.sort(key=lambda e: (e["t"], -e["d"]))
-    return out
-
-
-def nest(spans: List[dict]) -> List[Tuple[dict, int, int, int]]:
-    """(span, depth, start, end) in enter order, each span clamped into its parent so that
-    the result is properly nested (a span that outlives its parent, which only happens
-    through clock granularity, is cut at the parent's end)."""
-    out, stack = [], []  # stack of end times
-    for e in spans:
-        a, b = e["t"], e["t"] + e["d"]
-        while stack and stack[-1] <= a:
-            stack.pop()
-        if stack and b > stack[-1]:
-            b = stack[-1]
-        out.append((e, len(stack), a, b))
-        stack.append(b)
-    return out
-
-
-def outermost(spans: List[dict], pred) -> List[Tuple[int, int]]:
-    """Intervals of the spans matching pred that no other matching span contains."""
-    out: List[Tuple[int, int]] = []
-    for e in sorted((e for e in spans if pred(e)), key=lambda e: (e["t"], -e["d"])):
-        a, b = e["t"], e["t"] + e["d"]
-        if out and a < out[-1][1]:
-            if b > out[-1][1]:
-                out[-1] = (out[-1][0], b)
-            continue
-        out.append((a, b))
-    return out
-
-
-def overlap(a: int, b: int, ivs: List[Tuple[int, int]]) -> int:
-    return sum(max(0, min(b, y) - max(a, x)) for x, y in ivs)
 
 
 # ---- Chrome / Perfetto trace-event JSON ----------------------------------------------------
 
 def _cpid(p: Proc, servers: List[Proc]) -> int:
     return p.rank if p.kind == "client" else SERVER_BASE_PID + servers.index(p)
-
-
-def _bytes_of(e: dict) -> int:
-    a = e.get("args") or {}
-    for k in ("done", "bytes", "len"):
-        if isinstance(a.get(k), int) and a[k] >= 0:
-            return a[k]
-    return 0
 
 
 def _rate_counters(p: Proc, origin: int, pid: int, lo: int, hi: int) -> List[dict]:
@@ -243,140 +190,6 @@ def merge_otf2(trace: Trace, out_dir: str) -> int:
     return n
 
 
-# ---- statistics (seed 001, Table 2) --------------------------------------------------------
-
-@dataclass
-class ServerStats:
-    name: str
-    net_ops: int
-    net_load: float        # mean number of network operations in progress
-    net_rate: float        # network operations per second
-    storage_ops: int
-    storage_load: float
-    storage_rate: float
-    storage_kinds: str     # e.g. "read, write"
-    bytes_per_op: float
-    cpu_pct: Optional[float]
-    throughput: float      # storage MB/s over the trace
-
-
-@dataclass
-class RankStats:
-    name: str
-    io_time: float         # s in MPI_File calls (outermost)
-    calls: int
-    bytes_read: int
-    bytes_written: int
-    coll_time: float       # s in collective calls
-    exchange: float        # s of it exchanging data between ranks
-    file_access: float     # s of it in driver operations
-    waiting: float         # s of it waiting for the other ranks
-    other: float           # the rest: planning, packing, copying
-
-
-def _load(spans: List[dict], lo: int, hi: int) -> float:
-    total = sum(e["d"] for e in spans)
-    return total / (hi - lo) if hi > lo else 0.0
-
-
-def server_stats(trace: Trace, duration_ns: Optional[int] = None) -> List[ServerStats]:
-    """Per server: loads, rates and throughput over the trace's length, or over duration_ns
-    when given (the time of the measured calls only: pario trace experiment)."""
-    lo, hi = trace.bounds()
-    if duration_ns is not None:
-        lo, hi = 0, duration_ns
-    secs = (hi - lo) / 1e9
-    out = []
-    for s in trace.servers:
-        net = [e for e in s.spans if e.get("cat") == "net"]
-        sto = [e for e in s.spans if e.get("cat") == "storage"]
-        kinds = sorted({e.get("name", "?") for e in sto})
-        nbytes = sum(_bytes_of(e) for e in sto)
-        cpu = [c["value"] for c in s.counters if c.get("name") == "cpu_pct"]
-        out.append(ServerStats(
-            name=s.name, net_ops=len(net), net_load=_load(net, lo, hi),
-            net_rate=len(net) / secs if secs > 0 else 0.0, storage_ops=len(sto),
-            storage_load=_load(sto, lo, hi), storage_rate=len(sto) / secs if secs > 0 else 0.0,
-            storage_kinds=", ".join(kinds), bytes_per_op=nbytes / len(sto) if sto else 0.0,
-            cpu_pct=sum(cpu) / len(cpu) if cpu else None,
-            throughput=nbytes / 1e6 / secs if secs > 0 else 0.0))
-    return out
-
-
-def _is_read(name: str) -> bool:
-    return "read" in name
-
-
-def rank_stats(trace: Trace) -> List[RankStats]:
-    out = []
-    for p in trace.clients:
-        api = [e for e in p.spans if e.get("cat") == "api" and e.get("name", "").startswith("MPI_File_")]
-        io_time = 0
-        for spans in by_thread(p).values():
-            ivs = outermost(spans, lambda e: e.get("cat") == "api" and e.get("name", "").startswith("MPI_File_"))
-            io_time += sum(b - a for a, b in ivs)
-        rd = sum((e.get("args") or {}).get("bytes", 0) for e in api if _is_read(e["name"]))
-        wr = sum((e.get("args") or {}).get("bytes", 0) for e in api if not _is_read(e["name"]))
-        coll = exch = fa = wait = 0
-        for spans in by_thread(p).values():
-            ivs = outermost(spans, lambda e: (e.get("args") or {}).get("coll") == 1
-                            and (e.get("cat") == "api" or (e.get("cat") == "async" and e.get("name") == "job")))
-            coll += sum(b - a for a, b in ivs)
-            exch += sum(overlap(e["t"], e["t"] + e["d"], ivs) for e in spans
-                        if e.get("cat") == "coll" and e.get("name") == "exchange")
-            fa += sum(overlap(e["t"], e["t"] + e["d"], ivs) for e in spans if e.get("cat") == "driver")
-            wait += sum(overlap(e["t"], e["t"] + e["d"], ivs) for e in spans if e.get("name") in WAIT_SPANS)
-        out.append(RankStats(name=p.name, io_time=io_time / 1e9, calls=len(api), bytes_read=rd, bytes_written=wr,
-                             coll_time=coll / 1e9, exchange=exch / 1e9, file_access=fa / 1e9, waiting=wait / 1e9,
-                             other=max(0, coll - exch - fa - wait) / 1e9))
-    return out
-
-
-SERVER_COLUMNS = ["server", "network load (ops in progress)", "network ops/s", "storage load (ops in progress)",
-                  "storage ops/s", "storage accesses (ops)", "storage bytes/op", "CPU usage (%)", "throughput (MB/s)"]
-RANK_COLUMNS = ["rank", "time in I/O calls (s)", "calls", "bytes read", "bytes written", "collective calls (s)",
-                "exchange (s)", "file access (s)", "waiting (s)", "other (s)"]
-
-
-def server_rows(stats: List[ServerStats]) -> List[List[str]]:
-    return [[s.name, f"{s.net_load:.3f}", f"{s.net_rate:.1f}", f"{s.storage_load:.3f}", f"{s.storage_rate:.1f}",
-             f"{s.storage_ops}" + (f" ({s.storage_kinds})" if s.storage_kinds else ""), f"{s.bytes_per_op:.1f}",
-             "-" if s.cpu_pct is None else f"{s.cpu_pct:.2f}", f"{s.throughput:.3f}"] for s in stats]
-
-
-def rank_rows(stats: List[RankStats]) -> List[List[str]]:
-    return [[r.name, f"{r.io_time:.6f}", str(r.calls), str(r.bytes_read), str(r.bytes_written),
-             f"{r.coll_time:.6f}", f"{r.exchange:.6f}", f"{r.file_access:.6f}", f"{r.waiting:.6f}",
-             f"{r.other:.6f}"] for r in stats]
-
-
-def text_table(columns: List[str], rows: List[List[str]]) -> str:
-    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
-    line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-    return "\n".join([line(columns)] + [line(r) for r in rows])
-
-
-def stats_text(trace: Trace) -> str:
-    lo, hi = trace.bounds()
-    parts = [f"trace: {len(trace.clients)} rank(s), {len(trace.servers)} server(s), "
-             f"{(hi - lo) / 1e9:.6f} s"]
-    for p in trace.procs:
-        if p.err >= 0:
-            parts.append(f"  clock of {p.name}: offset {p.offset} ns, error <= {p.err} ns")
-    if trace.servers:
-        parts += ["", "servers (PIOviz, seed 001, Table 2):", text_table(SERVER_COLUMNS, server_rows(server_stats(trace)))]
-    else:
-        parts += ["", "servers: none in this trace"]
-    parts += ["", "ranks:", text_table(RANK_COLUMNS, rank_rows(rank_stats(trace)))]
-    losses = [f"  {p.name}: " + ", ".join(x for x in (
-        f"lost {p.dropped} events while tracing ({p.drop_reason or 'no reason given'})" if p.dropped else "",
-        f"{p.bad_lines} unreadable line(s) skipped" if p.bad_lines else "") if x)
-        for p in trace.procs if p.dropped or p.bad_lines]
-    if losses:
-        parts += ["", "incomplete (the totals above miss these):"] + losses
-    return "\n".join(parts)
-
-
 # ---- HTML report ---------------------------------------------------------------------------
 
 COLORS = {"api": "#9e9e9e", "coll": "#1f77b4", "sieve": "#2ca02c", "sfp": "#9467bd", "async": "#8c564b",
@@ -465,11 +278,11 @@ def _html_table(columns: List[str], rows: List[List[str]], cls: str) -> str:
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def report_html(trace: Trace, title: str) -> str:
+def report_html(trace: Trace, title: str, window=None) -> str:
     lo, hi = trace.bounds()
     clock = "".join(f"<li>{html.escape(p.name)}: offset {p.offset} ns, "
                     f"{'error <= %d ns' % p.err if p.err >= 0 else 'not measured'}</li>" for p in trace.procs)
-    servers = (_html_table(SERVER_COLUMNS, server_rows(server_stats(trace)), "servers")
+    servers = (_html_table(SERVER_COLUMNS, server_rows(server_stats(trace, window=window)), "servers")
                if trace.servers else "<p>No server in this trace.</p>")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
@@ -482,9 +295,12 @@ Client timelines above, server timelines below (as PIOviz, seed 001, Figure 2); 
 hover a bar for its details. For zooming, open <code>pario trace merge</code>'s JSON in the Perfetto UI.</p>
 <div class="wrap">{timeline_svg(trace)}</div>
 <h2>Servers</h2>{servers}
-<p>Load: mean number of operations in progress over the trace (sum of durations / trace length), as PIOviz's
-BMI and Trove load; ops/s: operations per second; throughput: storage bytes over the trace length.</p>
-<h2>Ranks</h2>{_html_table(RANK_COLUMNS, rank_rows(rank_stats(trace)), "ranks")}
+<p>{"Tables over the whole trace." if window is None else
+    html.escape(f"Tables over {(window[0] - lo) / 1e9:.6f} s .. {(window[1] - lo) / 1e9:.6f} s of the trace.")}
+Load: mean number of operations in progress over the server's active interval (its first to its last
+operation: sum of durations / that interval), as PIOviz's BMI and Trove load; ops/s: data operations per second
+of it; throughput: storage bytes over it. Opens, syncs and preallocations are counted apart.</p>
+<h2>Ranks</h2>{_html_table(RANK_COLUMNS, rank_rows(rank_stats(trace, window)), "ranks")}
 <p>Collective calls split into exchange (messages between ranks), file access (driver operations), waiting
 (for the other ranks: allgather, ready and done agreements, ordered-call turns) and the rest.</p>
 <h2>Clocks</h2><ul>{clock}</ul>
@@ -492,9 +308,9 @@ BMI and Trove load; ops/s: operations per second; throughput: storage bytes over
 """
 
 
-def write_report(trace: Trace, directory: str, out_path: Optional[str] = None) -> str:
+def write_report(trace: Trace, directory: str, out_path: Optional[str] = None, window=None) -> str:
     out_path = out_path or os.path.join(directory, "report.html")
-    text = report_html(trace, f"pario trace: {os.path.abspath(directory)}")
+    text = report_html(trace, f"pario trace: {os.path.abspath(directory)}", window)
     with open(out_path, "w") as fh:
         fh.write(text)
     return out_path

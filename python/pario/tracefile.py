@@ -225,3 +225,59 @@ def load(directory: str) -> Trace:
     trace = Trace(procs, warnings)
     _align_servers(trace)
     return trace
+
+
+# ---- nesting -------------------------------------------------------------------------------
+
+def by_thread(p: Proc) -> Dict[int, List[dict]]:
+    """Spans of each thread, sorted by start and, at equal starts, longest first (parents
+    before children)."""
+    out: Dict[int, List[dict]] = {}
+    for e in p.spans:
+        out.setdefault(e.get("tid", 0), []).append(e)
+    for v in out.values():
+        v.sort(key=lambda e: (e["t"], -e["d"]))
+    return out
+
+
+def nest(spans: List[dict]) -> List[Tuple[dict, int, int, int]]:
+    """(span, depth, start, end) in enter order, each span clamped into its parent so that
+    the result is properly nested (a span that outlives its parent, which only happens
+    through clock granularity, is cut at the parent's end)."""
+    out, stack = [], []  # stack of end times
+    for e in spans:
+        a, b = e["t"], e["t"] + e["d"]
+        while stack and stack[-1] <= a:
+            stack.pop()
+        if stack and b > stack[-1]:
+            b = stack[-1]
+        out.append((e, len(stack), a, b))
+        stack.append(b)
+    return out
+
+
+def outermost(spans: List[dict], pred) -> List[Tuple[int, int]]:
+    """Intervals of the spans matching pred that no other matching span contains."""
+    out: List[Tuple[int, int]] = []
+    for e in sorted((e for e in spans if pred(e)), key=lambda e: (e["t"], -e["d"])):
+        a, b = e["t"], e["t"] + e["d"]
+        if out and a < out[-1][1]:
+            if b > out[-1][1]:
+                out[-1] = (out[-1][0], b)
+            continue
+        out.append((a, b))
+    return out
+
+
+def overlap(a: int, b: int, ivs: List[Tuple[int, int]]) -> int:
+    return sum(max(0, min(b, y) - max(a, x)) for x, y in ivs)
+
+
+# ---- what a span moved ---------------------------------------------------------------------
+
+def _bytes_of(e: dict) -> int:
+    a = e.get("args") or {}
+    for k in ("done", "bytes", "len"):
+        if isinstance(a.get(k), int) and a[k] >= 0:
+            return a[k]
+    return 0

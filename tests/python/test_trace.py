@@ -77,15 +77,73 @@ def test_server_stats_by_hand(tdir):
     assert t.bounds() == (1000, 22000)
     s, = tr.server_stats(t)
     assert t.servers[0].offset == 500 and t.servers[0].err == 50
-    assert s.net_ops == 2 and s.storage_ops == 2
-    assert s.net_load == pytest.approx(500 / 21000)          # 400 + 100 ns of 21000
-    assert s.storage_load == pytest.approx(3000 / 21000)     # 2000 + 1000 ns
-    assert s.net_rate == pytest.approx(2 / SECS)
-    assert s.storage_rate == pytest.approx(2 / SECS)
+    # The server is active from its first span (recv at 3600 + 500) to its last (send ending
+    # at 7100 + 500): 3500 ns; loads and rates are over that, not over the 21000 ns trace.
+    busy = 3500e-9
+    assert s.active == pytest.approx(busy)
+    assert s.net_ops == 2 and s.storage_ops == 2 and s.meta_ops == 0
+    assert s.net_load == pytest.approx(500 / 3500)           # 400 + 100 ns of 3500
+    assert s.storage_load == pytest.approx(3000 / 3500)      # 2000 + 1000 ns
+    assert s.net_rate == pytest.approx(2 / busy)
+    assert s.storage_rate == pytest.approx(2 / busy)
     assert s.storage_kinds == "write"
     assert s.bytes_per_op == pytest.approx((4096 + 2048) / 2)
     assert s.cpu_pct == pytest.approx(20.0)
-    assert s.throughput == pytest.approx(6144 / 1e6 / SECS)
+    assert s.throughput == pytest.approx(6144 / 1e6 / busy)
+
+
+def test_every_kind_of_call_by_hand(tmp_path):
+    """Bytes and times of blocking, nonblocking (bytes on the job, time in MPI_Wait), split,
+    shared, ordered, large-count and remote calls; opens and closes apart; a server idle for
+    most of the trace; and a time window."""
+    d = tmp_path / "kinds"
+    d.mkdir()
+    io = dict(tid=1, thread="pario-io-0")
+    _write(d / "client-0-100.jsonl", [
+        _header("client", "rank 0", 100, 0, 0, rank=0),
+        _span(0, 1000, "MPI_File_open", "api", file=9, rc=0),
+        _span(2000, 1000, "MPI_File_write_at", "api", file=9, coll=0, bytes=100),
+        _span(4000, 500, "MPI_File_iwrite_at", "api", file=9, coll=0, bytes=0),           # returns at once
+        _span(4600, 20000, "job", "async", job=5, op="MPI_File_iwrite_at", bytes=65536, coll=0, **io),
+        _span(10000, 15000, "MPI_Wait", "api", file=9, job=5, requests=1),             # waits for it
+        _span(26000, 1000, "MPI_File_write_all_begin", "api", file=9, coll=1, bytes=0),
+        _span(27500, 2000, "job", "async", job=6, op="MPI_File_write_all_begin", bytes=300, coll=1, **io),
+        _span(30000, 2000, "MPI_File_write_all_end", "api", file=9, coll=1, bytes=300),
+        _span(33000, 1000, "MPI_File_write_shared", "api", file=9, coll=0, bytes=64),
+        _span(35000, 1000, "MPI_File_write_ordered", "api", file=9, coll=1, bytes=32),
+        _span(37000, 1000, "MPI_File_read_at_all_c", "api", file=9, coll=1, bytes=7),
+        _span(39000, 1000, "MPI_File_set_view", "api", file=9, rc=0),
+        _span(41000, 3000, "MPI_File_read", "api", file=10, coll=0, bytes=4096),      # an x-rio file
+        _span(41500, 2000, "read", "driver", flow=77, file=10, offset=0, len=4096, done=4096),
+        _span(45000, 1000, "MPI_File_close", "api", file=9, rc=0),
+        {"type": "server_clock", "name": SERVER, "offset_ns": 0, "err_ns": 10},
+    ])
+    _write(d / "server-5000-200.jsonl", [
+        _header("server", SERVER, 200),
+        _span(41600, 100, "recv READ", "net", flow=77, bytes=64),
+        _span(41700, 200, "open", "storage", flow=77, bytes=0),
+        _span(41900, 1000, "pread", "storage", flow=77, bytes=4096),
+        _span(42900, 100, "send READ", "net", flow=77, bytes=4112),
+    ])
+    t = tr.load(str(d))
+    r, = tr.rank_stats(t)
+    assert r.bytes_written == 100 + 65536 + 300 + 64 + 32       # the iwrite's bytes from its job; split once
+    assert r.bytes_read == 7 + 4096
+    assert (r.calls, r.open_close, r.other_calls) == (8, 2, 1)
+    # In I/O: every MPI_File_* call (1000 x 8 + 500 + 2000 + 3000 = 13500) and the wait (15000).
+    assert r.io_time == pytest.approx(28500e-9)
+    assert r.wait_time == pytest.approx(15000e-9)
+    s, = tr.server_stats(t)
+    assert s.active == pytest.approx(1400e-9)                   # 41600 .. 43000, not the whole 46 us
+    assert (s.storage_ops, s.meta_ops, s.bytes_per_op) == (1, 1, 4096.0)  # the open is not a data op
+    assert s.throughput == pytest.approx(4096 / 1e6 / 1400e-9)
+    w = tr.window_of(t, 0.000026, 0.000036)                     # 26 us .. 36 us: the split, shared, ordered calls
+    rw, = tr.rank_stats(t, w)
+    assert (rw.calls, rw.bytes_written, rw.bytes_read, rw.open_close) == (4, 300 + 64 + 32, 0, 0)
+    assert rw.io_time == pytest.approx(5000e-9)
+    assert tr.server_stats(t, window=w)[0].net_ops == 0
+    text = tr.stats_text(t, w)
+    assert "window 0.000026 s .. 0.000036 s" in text
 
 
 def test_rank_stats_by_hand(tdir):
@@ -93,6 +151,7 @@ def test_rank_stats_by_hand(tdir):
     # rank 0: write_all 10000 + read 2000 ns in calls; inside the collective: exchange 1000,
     # driver 3000 (the read's preadv is outside it), waits 900 + 1500, the rest 3600.
     assert (r0.io_time, r0.calls, r0.bytes_read, r0.bytes_written) == (pytest.approx(12e-6), 2, 100, 4096)
+    assert (r0.open_close, r0.other_calls, r0.wait_time) == (0, 0, 0)
     assert r0.coll_time == pytest.approx(10e-6)
     assert r0.exchange == pytest.approx(1e-6)
     assert r0.file_access == pytest.approx(3e-6)
@@ -228,6 +287,21 @@ def test_partial_trace_is_used(tmp_path, capsys):
     assert "lost 17 events" in cap.out  # the stats say which rank lost what
     t = tr.load(d)
     assert [p.rank for p in t.clients] == [0, 2] and sum(len(p.spans) for p in t.procs) == 2
+
+
+def test_cli_window(tdir, capsys):
+    # rank 0's read (20000 .. 22000 on a trace from 1000) alone: 0.000018 s .. 0.000022 s
+    assert cli.main(["trace", "stats", tdir, "--from", "0.000018", "--to", "0.000022", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    r0 = j["ranks"][0]
+    assert (r0["calls"], r0["bytes_read"], r0["bytes_written"]) == (1, 100, 0) and j["window_ns"] == [19000, 23000]
+    assert j["servers"][0]["net_ops"] == 0
+    assert cli.main(["trace", "stats", tdir, "--from", "2", "--to", "1"]) == 2
+    assert "must be after" in capsys.readouterr().err
+    assert cli.main(["trace", "stats", tdir, "--from", "nan"]) == 2
+    assert "must be 0 or more seconds" in capsys.readouterr().err
+    assert cli.main(["trace", "report", tdir, "--from", "0.000018"]) == 0
+    assert "Tables over 0.000018 s" in open(os.path.join(tdir, "report.html")).read()
 
 
 def test_cli_usage(tdir, capsys):

@@ -139,18 +139,61 @@ def _import_otf2():
         raise TraceError("OTF2 output needs the otf2 Python module (Debian: apt-get install python3-otf2)") from None
 
 
+# OTF2 attributes of an enter event: name -> (description, OTF2 type name, how to get it).
+OTF2_ATTRIBUTES = (
+    ("bytes", "bytes moved by the operation", "UINT64"),
+    ("offset", "file offset (bytes) of the operation", "INT64"),
+    ("file", "the file's name", "STRING"),
+    ("request id", "request id of a remote operation, the same on the client and the server", "UINT64"),
+    ("server", "the pario-server that served this client request", "STRING"),
+    ("client", "the rank whose request this server operation served", "STRING"),
+)
+
+
+def _peers(trace: Trace) -> Tuple[Dict[int, str], Dict[int, str]]:
+    """request id -> the server that served it, and -> the rank that sent it."""
+    server_of = {e["flow"]: s.name for s in trace.servers for e in s.spans if isinstance(e.get("flow"), int)}
+    client_of = {e["flow"]: c.name for c in trace.clients for e in c.spans
+                 if isinstance(e.get("flow"), int) and e["flow"] in server_of}
+    return server_of, client_of
+
+
+def _otf2_values(e: dict, p: Proc, peers) -> Dict[str, object]:
+    a = e.get("args") or {}
+    v: Dict[str, object] = {}
+    n = _bytes_of(e)
+    if n or "bytes" in a or "done" in a:
+        v["bytes"] = n
+    if isinstance(a.get("offset"), int):
+        v["offset"] = a["offset"]
+    if a.get("file") in p.files:
+        v["file"] = p.files[a["file"]]
+    flow = e.get("flow")
+    if isinstance(flow, int) and flow:
+        v["request id"] = flow & (2 ** 64 - 1)
+        peer = peers[0 if p.kind == "client" else 1].get(flow)
+        if peer:
+            v["server" if p.kind == "client" else "client"] = peer
+    return v
+
+
 def merge_otf2(trace: Trace, out_dir: str) -> int:
     """An OTF2 archive (OUT/traces.otf2): a location group per rank and server, a location per
-    thread, enter/leave per span (a region per name), metrics for the counters. Timestamps are
-    ns on rank 0's clock from the trace's first event."""
+    thread, enter/leave per span (a region per name) with attributes (bytes, offset, file,
+    request id, and the peer: the server a client request went to, the rank a server operation
+    served), metrics for the counters. Timestamps are ns on rank 0's clock from the trace's
+    first event."""
     otf2 = _import_otf2()
     if os.path.exists(os.path.join(out_dir, "traces.otf2")):
         raise TraceError(f"{out_dir}: an OTF2 archive is already there (remove it first)")
     lo, _ = trace.bounds()
+    peers = _peers(trace)
     n = 0
     with otf2.writer.open(out_dir, timer_resolution=1_000_000_000) as w:
         root = w.definitions.system_tree_node("pario job")
         regions, metrics = {}, {}
+        attrs = {name: w.definitions.attribute(name, desc, getattr(otf2.Type, typ))
+                 for name, desc, typ in OTF2_ATTRIBUTES}
 
         def region(name):
             if name not in regions:
@@ -171,8 +214,8 @@ def merge_otf2(trace: Trace, out_dir: str) -> int:
             for tid in tids:
                 evs = []  # (time, order, kind, payload): leaves before enters at equal times
                 for e, depth, a, b in nest(threads.get(tid, [])):
-                    evs.append((a + p.offset - lo, 1, depth, "enter", e["name"]))
-                    evs.append((b + p.offset - lo, 0, -depth, "leave", e["name"]))
+                    evs.append((a + p.offset - lo, 1, depth, "enter", e))
+                    evs.append((b + p.offset - lo, 0, -depth, "leave", e))
                 for c in p.counters:
                     if c.get("tid", 0) == tid:
                         evs.append((c["t"] + p.offset - lo, 2, 0, "metric", (c["name"], float(c["value"]))))
@@ -181,9 +224,10 @@ def merge_otf2(trace: Trace, out_dir: str) -> int:
                 ew = w.event_writer_from_location(locs[tid])
                 for t, _, _, kind, what in sorted(evs, key=lambda x: (x[0], x[1], x[2])):
                     if kind == "enter":
-                        ew.enter(t, region(what))
+                        values = _otf2_values(what, p, peers)
+                        ew.enter(t, region(what["name"]), attributes={attrs[k]: v for k, v in values.items()} or None)
                     elif kind == "leave":
-                        ew.leave(t, region(what))
+                        ew.leave(t, region(what["name"]))
                     else:
                         ew.metric(t, metric(what[0]), what[1])
                     n += 1

@@ -214,6 +214,31 @@ def test_otf2_read_back(tdir, tmp_path):
         tr.merge_otf2(tr.load(tdir), out)
 
 
+def test_otf2_attributes_and_peers(tdir, tmp_path):
+    """Enter events carry bytes, offset, file and the request id; a client request names the
+    server that served it and the server's operations name the rank; otf2-print reads the
+    archive without a warning."""
+    otf2 = pytest.importorskip("otf2")
+    out = str(tmp_path / "otf2")
+    tr.merge_otf2(tr.load(tdir), out)
+    got = {}
+    with otf2.reader.open(os.path.join(out, "traces.otf2")) as r:
+        for loc, e in r.events:
+            if isinstance(e, otf2.events.Enter):
+                got.setdefault((loc.group.name, e.region.name), []).append(
+                    {a.name: v for a, v in (e.attributes or {}).items()})
+    assert got[("rank 0", "pwritev")] == [{"bytes": 4096, "offset": 0, "file": "/data/out.dat", "request id": 7,
+                                           "server": SERVER}]
+    assert got[("rank 0", "MPI_File_write_all")] == [{"bytes": 4096, "file": "/data/out.dat"}]
+    assert got[(SERVER, "write")] == [{"bytes": 4096, "request id": 7, "client": "rank 0"}, {"bytes": 2048}]
+    assert "server" not in got[("rank 0", "preadv")][0]  # request 8 reached no server in this trace
+    exe = shutil.which("otf2-print")
+    assert exe, "otf2-print is missing (Debian: apt-get install otf2-tools; scripts/install-deps.sh does)"
+    run = subprocess.run([exe, "-A", os.path.join(out, "traces.otf2")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "warning" not in (run.stdout + run.stderr).lower(), run.stderr[-2000:]
+    assert "request id" in run.stdout and "ENTER" in run.stdout
+
+
 def test_report_renders_in_chromium(tdir, tmp_path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if not browser:

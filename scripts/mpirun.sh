@@ -16,7 +16,7 @@ case "$flavour" in
   openmpi)
     args=(--oversubscribe --mca btl self,vader --mca rmaps_base_oversubscribe 1)
     [ -n "$preload" ] && args+=(-x "LD_PRELOAD=$preload")
-    for v in PARIO_HINTS PARIO_LOG PARIO_TRACE ASAN_OPTIONS UBSAN_OPTIONS; do
+    for v in PARIO_HINTS PARIO_LOG PARIO_TRACE PARIO_TRACE_FILTER ASAN_OPTIONS UBSAN_OPTIONS; do
       [ -n "${!v:-}" ] && args+=(-x "$v")
     done
     exec mpiexec.openmpi "${args[@]}" -n "$np" "$@" ;;

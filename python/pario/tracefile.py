@@ -45,6 +45,8 @@ class Proc:
     dropped: int = 0          # events the writer could not write (its `dropped` markers)
     drop_reason: str = ""
     bad_lines: int = 0        # lines skipped here: not JSON, or not a valid event
+    filter_spec: str = ""     # the record-time filter (PARIO_TRACE_FILTER), "" when none
+    filtered_calls: int = 0   # calls it left out
 
     @property
     def sort_key(self) -> Tuple[int, int, str]:
@@ -132,6 +134,9 @@ def _event(p: Proc, obj: dict, where: str) -> None:
         p.offset_given = True
     elif typ == "server_clock":
         p.server_clocks.append(obj)
+    elif typ == "filter":
+        p.filter_spec = str(obj.get("spec", ""))
+        p.filtered_calls += _int(obj, "calls", where)
     elif typ == "dropped":
         p.dropped += _int(obj, "events", where)
         p.drop_reason = p.drop_reason or str(obj.get("reason", ""))
@@ -188,6 +193,8 @@ def read_file(path: str, warnings: List[str]) -> Optional[Proc]:
         warnings.append(f"{p.name}: {p.bad_lines} line(s) skipped, the first: {first_bad}")
     if p.dropped:
         warnings.append(f"{p.name}: lost {p.dropped} event(s) while tracing ({p.drop_reason or 'no reason given'})")
+    if p.filtered_calls:
+        warnings.append(f"{p.name}: traced with the filter '{p.filter_spec}': {p.filtered_calls} call(s) not recorded")
     return p
 
 

@@ -235,8 +235,9 @@ def stats_text(trace: Trace, window: Window = None) -> str:
     parts += ["", "ranks:", text_table(RANK_COLUMNS, rank_rows(rank_stats(trace, window)))]
     losses = [f"  {p.name}: " + ", ".join(x for x in (
         f"lost {p.dropped} events while tracing ({p.drop_reason or 'no reason given'})" if p.dropped else "",
-        f"{p.bad_lines} unreadable line(s) skipped" if p.bad_lines else "") if x)
-        for p in trace.procs if p.dropped or p.bad_lines]
+        f"{p.bad_lines} unreadable line(s) skipped" if p.bad_lines else "",
+        f"{p.filtered_calls} call(s) left out by the filter '{p.filter_spec}'" if p.filtered_calls else "") if x)
+        for p in trace.procs if p.dropped or p.bad_lines or p.filtered_calls]
     if losses:
         parts += ["", "incomplete (the totals above miss these):"] + losses
     return "\n".join(parts)

@@ -81,6 +81,7 @@ static void apply(pario_hints *h, const char *k, const char *v) {
   else if (!strcmp(k, "pario_io_threads")) { if (parse_size(v, &x) && x >= 1 && x <= 64) h->io_threads = (int)x, h->io_threads_given = 1; }
   else if (!strcmp(k, "romio_no_indep_rw")) { int t; if (parse_tristate(v, &t)) h->romio_no_indep_rw = t == PARIO_ENABLE; }
   else if (!strcmp(k, "pario_trace")) snprintf(h->trace, sizeof h->trace, "%s", v);
+  else if (!strcmp(k, "pario_trace_filter")) snprintf(h->trace_filter, sizeof h->trace_filter, "%s", v);
   else if (pario_driver_hint_key(k)) apply_drv(h, k, v);
   else if (!strcmp(k, "pario_sharedfp")) {
     static const char *ok[] = {"auto", "sm", "rma", "addproc", "lockedfile", "individual", "server", NULL};

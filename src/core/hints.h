@@ -31,6 +31,7 @@ typedef struct pario_hints {
   char sharedfp[16];       /* pario_sharedfp */
   char trace[256];        /* pario_trace: trace directory ("" = none; PARIO_TRACE also turns
                               tracing on, src/tracer) */
+  char trace_filter[512]; /* pario_trace_filter: what is traced (src/trace/filter.h) */
   int romio_no_indep_rw;   /* ROMIO's promise of collective-only access: accepted and
                               reported; pario opens on every rank either way */
   /* A driver's own keys (those under its hint_prefix, driver/driver.h), kept verbatim for

@@ -96,6 +96,16 @@ int pario_lines_flush(pario_lines *w) {
     w->len = 0;
     return 0;
   }
+  if (w->max_bytes && (uint64_t)w->good + w->len > w->max_bytes) { /* keep the whole lines that fit */
+    size_t keep = w->max_bytes > (uint64_t)w->good ? (size_t)(w->max_bytes - (uint64_t)w->good) : 0;
+    while (keep > 0 && w->buf[keep - 1] != '\n') keep--;
+    w->dropped += count_lines(w->buf + keep, w->len - keep);
+    first = !w->why[0];
+    if (first)
+      snprintf(w->why, sizeof w->why, "the trace file reached its size cap of %llu bytes (max_size)",
+               (unsigned long long)w->max_bytes);
+    w->len = keep;
+  }
   size_t k = 0;
   int err = 0;
   while (k < w->len) {
@@ -112,7 +122,7 @@ int pario_lines_flush(pario_lines *w) {
   if (whole < k && ftruncate(w->fd, w->good + (off_t)whole) != 0) whole = k; /* cannot cut: keep */
   if (k < w->len || whole < k) {
     w->dropped += count_lines(w->buf + whole, w->len - whole) + (w->buf[w->len - 1] != '\n');
-    first = !w->why[0];
+    first = first || !w->why[0];
     fail(w, "cannot write", err ? err : EIO);
   }
   w->good += (off_t)whole;
@@ -122,6 +132,7 @@ int pario_lines_flush(pario_lines *w) {
 
 int pario_lines_close(pario_lines *w) {
   int r = 0;
+  w->max_bytes = 0; /* the marker says what the cap cost */
   if (w->dropped && w->fd >= 0) {
     uint64_t before = w->dropped;
     pario_lines_printf(w, "{\"type\":\"dropped\",\"events\":%llu,\"reason\":", (unsigned long long)before);

@@ -15,6 +15,7 @@ typedef struct pario_lines {
   char *buf;        /* lines gathered for the next write */
   size_t len, cap;
   uint64_t dropped; /* lines that never reached the file */
+  uint64_t max_bytes; /* bytes the file may reach (0: no cap); the closing marker may pass it */
   char why[4400];   /* the first failure ("cannot write PATH: error"), "" while none */
   char path[4200];
 } pario_lines;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "trace/filter.h"
 #include "trace/lines.h"
 
 int pario_trace_on;
@@ -115,9 +116,59 @@ static void fill(ev *e, int type, int cat, const char *name, const char *skey, c
   memcpy(e->a, a, sizeof *a * e->na);
 }
 
+/* ---- the record-time filter (filter.h) ---- */
+
+static uint64_t filtered_calls, filtered_events; /* atomic: what the filter dropped */
+
+static uint64_t file_arg(const pario_trace_arg *a, int na) {
+  for (int i = 0; i < na; i++)
+    if (!strcmp(a[i].key, "file")) return (uint64_t)a[i].val;
+  return 0;
+}
+
+/* A call the filter refuses: drop it and what its thread recorded since it began (its driver
+ * operations, rounds, sieving windows: the events still in the buffer with t >= t0). */
+static void drop_call(uint64_t t0) {
+  tbuf *b = my_buf();
+  uint64_t k = 1;
+  if (b) {
+    pthread_mutex_lock(&b->lock);
+    while (b->n > 0 && b->e[b->n - 1].t >= t0) b->n--, k++;
+    pthread_mutex_unlock(&b->lock);
+  }
+  __atomic_add_fetch(&filtered_calls, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&filtered_events, k, __ATOMIC_RELAXED);
+}
+
+/* Whether the filter keeps a span: calls (MPI_File_* spans, nonblocking jobs by their call)
+ * are judged whole; other spans only by their file. */
+static int kept(int cat, const char *name, uint64_t t0, const char *skey, const char *sval, const pario_trace_arg *a,
+                int na) {
+  if (!pario_trace_filter_active()) return 1;
+  const char *call = cat == PARIO_TC_API ? name : cat == PARIO_TC_ASYNC && skey && !strcmp(skey, "op") ? sval : NULL;
+  uint64_t file = file_arg(a, na);
+  if (call && !pario_trace_filter_call(call, file)) {
+    drop_call(t0);
+    return 0;
+  }
+  if (!call && pario_trace_filter_file_muted(file)) {
+    __atomic_add_fetch(&filtered_events, 1, __ATOMIC_RELAXED);
+    return 0;
+  }
+  return 1;
+}
+
+int pario_trace_filter(const char *spec, const char *from) {
+  char why[256];
+  if (pario_trace_filter_set(spec, why, sizeof why) == 0) return 0;
+  pario_log(0, "trace: %s: %s; tracing without a filter", from, why);
+  return -1;
+}
+
 void pario_trace_span_(int cat, const char *name, uint64_t t0, uint64_t flow, const char *skey,
                        const char *sval, const pario_trace_arg *a, int na) {
   if (t0 == 0) return; /* begun while tracing was off */
+  if (!kept(cat, name, t0, skey, sval, a, na)) return;
   uint64_t now = pario_trace_now();
   ev *e = slot();
   if (!e) return;
@@ -211,6 +262,7 @@ static int batch_begin(void) {
       if (!said) say_lost();
       return -1;
     }
+    out.max_bytes = pario_trace_filter_max_size();
   }
   if (out.good == 0 && out.len == 0) put_header();
   return 0;
@@ -353,6 +405,15 @@ void pario_trace_finalize(void) {
   pario_trace_flush();
   pario_trace_on = 0;
   pthread_mutex_lock(&out_lock);
+  if (pario_trace_filter_active() && batch_begin() == 0) { /* what the filter left out */
+    pario_lines_printf(&out, "{\"type\":\"filter\",\"spec\":");
+    pario_lines_str(&out, pario_trace_filter_spec());
+    pario_lines_printf(&out, ",\"calls\":%llu,\"events\":%llu}\n",
+                       (unsigned long long)__atomic_load_n(&filtered_calls, __ATOMIC_RELAXED),
+                       (unsigned long long)__atomic_load_n(&filtered_events, __ATOMIC_RELAXED));
+    out.max_bytes = 0;
+    batch_end();
+  }
   if (out.dropped && out.fd < 0) batch_begin(); /* the marker needs a file: one more try */
   if (pario_lines_close(&out) != 0)
     pario_log(0, "trace: rank %d lost %llu events (%s)", world_rank, (unsigned long long)out.dropped, out.why);
@@ -387,6 +448,7 @@ static char *json_str(const char *s) {
 }
 
 void pario_trace_file(uint64_t id, const char *name, int nprocs) {
+  if (!pario_trace_filter_file(id, name)) return;
   char *js = json_str(name), *line = NULL;
   if (js && asprintf(&line, "{\"type\":\"file\",\"id\":%llu,\"name\":%s,\"nprocs\":%d}\n",
                      (unsigned long long)id, js, nprocs) < 0)
@@ -432,8 +494,11 @@ int pario_trace_enable(const char *d) {
   return e;
 }
 
-/* PARIO_TRACE=DIR turns tracing on before main, so that the first MPI_File_open is seen. */
+/* PARIO_TRACE=DIR turns tracing on before main, so that the first MPI_File_open is seen;
+ * PARIO_TRACE_FILTER sets the filter (it wins over the hint, as PARIO_TRACE does). */
 __attribute__((constructor)) static void trace_from_env(void) {
+  const char *spec = getenv("PARIO_TRACE_FILTER");
+  if (spec && *spec) pario_trace_filter(spec, "PARIO_TRACE_FILTER");
   const char *d = getenv("PARIO_TRACE");
   int e = d && *d ? pario_trace_enable(d) : 0;
   if (e) pario_log(0, "trace: cannot make the trace directory %s (PARIO_TRACE): %s; not tracing", d, strerror(e));

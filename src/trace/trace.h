@@ -96,7 +96,12 @@ void pario_trace_set_clock(int64_t offset_ns, int64_t err_ns);
 /* A server's clock offset, measured by this client through the protocol's ping: server time
  * + offset_ns = this client's time (the recorder adds this client's own offset). */
 void pario_trace_server_clock(const char *server_name, int64_t offset_ns, int64_t err_ns);
-/* A file opened: its id (the file's agreed uid) and name, written once into the trace. */
+/* The record-time filter (filter.h) from spec, unless one is set already; from names where it
+ * came from ("PARIO_TRACE_FILTER", "hint pario_trace_filter") for the one stderr line a bad
+ * spec gets. 0, or -1 (no filter). */
+int pario_trace_filter(const char *spec, const char *from);
+/* A file opened: its id (the file's agreed uid) and name, written once into the trace (unless
+ * the filter's files exclude it: then none of its events are). */
 void pario_trace_file(uint64_t id, const char *name, int nprocs);
 /* Write every thread's buffered events to the trace file (at close, and when a buffer fills). */
 void pario_trace_flush(void);

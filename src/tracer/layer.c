@@ -7,6 +7,7 @@
 #include "core/comm.h"
 #include "core/file.h"
 #include "core/layer.h"
+#include "trace/filter.h"
 #include "trace/trace.h"
 
 /* Clock alignment of this process to world rank 0 (core's ping-pong, minimum round trip),
@@ -29,6 +30,7 @@ static void align_clock(pario_file *f) {
 
 static int hook_open(pario_file *f, void **state) {
   (void)state;
+  if (f->hints.trace_filter[0]) pario_trace_filter(f->hints.trace_filter, "hint pario_trace_filter");
   int e = f->hints.trace[0] && !PARIO_TRACING() ? pario_trace_enable(f->hints.trace) : 0;
   if (e) pario_log(0, "trace: cannot make the trace directory %s (hint pario_trace): %s; not tracing", f->hints.trace, strerror(e));
   if (!PARIO_TRACING()) return MPI_SUCCESS;
@@ -47,6 +49,7 @@ static int hook_open(pario_file *f, void **state) {
 static void hook_get_info(pario_file *f, void *state, MPI_Info info) {
   (void)f, (void)state;
   if (PARIO_TRACING()) PMPI_Info_set(info, "pario_trace", pario_trace_dir());
+  if (PARIO_TRACING() && pario_trace_filter_spec()[0]) PMPI_Info_set(info, "pario_trace_filter", pario_trace_filter_spec());
 }
 
 /* After every layer finished with the file (release runs in reverse slot order, so this is

@@ -38,6 +38,7 @@ class Proc:
     offset_given: bool = False
     threads: Dict[int, str] = field(default_factory=dict)
     files: Dict[int, str] = field(default_factory=dict)
+    tool_files: set = field(default_factory=set)  # ids of files a tool above pario wrote (Darshan's log)
     spans: List[dict] = field(default_factory=list)
     instants: List[dict] = field(default_factory=list)
     counters: List[dict] = field(default_factory=list)
@@ -128,6 +129,8 @@ def _event(p: Proc, obj: dict, where: str) -> None:
         p.counters.append(obj)
     elif typ == "file":
         p.files[obj.get("id")] = str(obj.get("name", ""))
+        if obj.get("tool"):
+            p.tool_files.add(obj.get("id"))
     elif typ == "clock":
         p.offset = int(obj.get("clock_offset_ns", p.offset))
         p.err = int(obj.get("clock_err_ns", p.err))

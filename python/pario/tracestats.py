@@ -8,6 +8,9 @@ What counts (docs/tracing.md, "What the totals count"):
 - a rank's I/O time is the union, per thread, of its `MPI_File_*` calls and of the waits and
   tests (`MPI_Wait`, `MPI_Test`, ...) on pario's requests: the time the program spent in I/O;
 - opens and closes are counted apart from data calls, and so are other calls (views, hints, ...);
+- calls on a tool's own files (a PMPI tool above pario writing its log through it: Darshan's
+  `*.darshan_partial`, marked `tool` in the trace's file lines) are counted apart and left out
+  of the rank's bytes and times;
 - a server's loads, rates and throughput are taken over its active interval (its first span
   to its last within the window), not over idle time before or after; storage `bytes/op`
   counts data operations (reads, writes, splice, sendfile), not opens, syncs or preallocations.
@@ -61,6 +64,7 @@ class RankStats:
     file_access: float     # s of it in driver operations
     waiting: float         # s of it waiting for the other ranks
     other: float           # the rest: planning, packing, copying
+    tool_calls: int = 0    # calls on a tool's own files (Darshan's log): not in the columns above
     open_close: int = 0    # MPI_File_open and MPI_File_close calls
     other_calls: int = 0   # every other MPI_File_* call (views, hints, sizes, seeks, ...)
     wait_time: float = 0.0 # s in MPI_Wait/MPI_Test & co. on pario requests
@@ -131,7 +135,8 @@ def _job_bytes(p: Proc, win: Window) -> Tuple[int, int]:
     rd = wr = 0
     for e in p.spans:
         op = str((e.get("args") or {}).get("op", ""))
-        if e.get("cat") == "async" and e.get("name") == "job" and op.startswith("MPI_File_i") and _in(e, p.offset, win):
+        if (e.get("cat") == "async" and e.get("name") == "job" and op.startswith("MPI_File_i") and _in(e, p.offset, win)
+                and (e.get("args") or {}).get("file") not in p.tool_files):
             if _is_read(op):
                 rd += _bytes_of(e)
             else:
@@ -140,14 +145,19 @@ def _job_bytes(p: Proc, win: Window) -> Tuple[int, int]:
 
 
 def _rank(p: Proc, win: Window) -> RankStats:
+    def tool(e: dict) -> bool:
+        return (e.get("args") or {}).get("file") in p.tool_files
+
     def api(e: dict) -> bool:
-        return e.get("cat") == "api" and e.get("name", "").startswith("MPI_File_")
+        return e.get("cat") == "api" and e.get("name", "").startswith("MPI_File_") and not tool(e)
 
     def request_wait(e: dict) -> bool:  # a wait or test that involved pario's requests
         return e.get("cat") == "api" and e.get("name") in REQUEST_CALLS and "job" in (e.get("args") or {})
 
     calls = [e for e in p.spans if api(e) and _in(e, p.offset, win)]
     data = [e for e in calls if DATA_CALL.match(e["name"])]
+    tools = sum(1 for e in p.spans if e.get("cat") == "api" and tool(e) and _in(e, p.offset, win)
+                and e.get("name", "").startswith("MPI_File_"))
     rd, wr = _job_bytes(p, win)
     rd += sum(_bytes_of(e) for e in data if _is_read(e["name"]))
     wr += sum(_bytes_of(e) for e in data if not _is_read(e["name"]))
@@ -172,7 +182,7 @@ def _rank(p: Proc, win: Window) -> RankStats:
     return RankStats(name=p.name, io_time=io / 1e9, calls=len(data), bytes_read=rd, bytes_written=wr,
                      coll_time=coll / 1e9, exchange=exch / 1e9, file_access=fa / 1e9, waiting=waiting / 1e9,
                      other=max(0, coll - exch - fa - waiting) / 1e9,
-                     open_close=sum(1 for e in calls if e["name"] in OPEN_CLOSE),
+                     tool_calls=tools, open_close=sum(1 for e in calls if e["name"] in OPEN_CLOSE),
                      other_calls=sum(1 for e in calls if e["name"] not in OPEN_CLOSE and not DATA_CALL.match(e["name"])),
                      wait_time=wait / 1e9)
 
@@ -185,6 +195,7 @@ SERVER_COLUMNS = ["server", "active (s)", "network load (ops in progress)", "net
                   "storage load (ops in progress)", "storage ops/s", "storage accesses (ops)", "other storage ops",
                   "storage bytes/op", "CPU usage (%)", "throughput (MB/s)"]
 RANK_COLUMNS = ["rank", "time in I/O (s)", "of it waiting on requests (s)", "data calls", "open/close", "other calls",
+                "tools' calls",
                 "bytes read", "bytes written", "collective calls (s)", "exchange (s)", "file access (s)",
                 "waiting (s)", "other (s)"]
 
@@ -198,6 +209,7 @@ def server_rows(stats: List[ServerStats]) -> List[List[str]]:
 
 def rank_rows(stats: List[RankStats]) -> List[List[str]]:
     return [[r.name, f"{r.io_time:.6f}", f"{r.wait_time:.6f}", str(r.calls), str(r.open_close), str(r.other_calls),
+             str(r.tool_calls),
              str(r.bytes_read), str(r.bytes_written), f"{r.coll_time:.6f}", f"{r.exchange:.6f}",
              f"{r.file_access:.6f}", f"{r.waiting:.6f}", f"{r.other:.6f}"] for r in stats]
 

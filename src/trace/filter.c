@@ -16,8 +16,8 @@ enum { MAX_GLOBS = 16, MAX_MUTED = 4096 };
 static struct {
   int on;
   char spec[512];
-  char calls[MAX_GLOBS][64], files[MAX_GLOBS][256];
-  int ncalls, nfiles;
+  char calls[MAX_GLOBS][64], files[MAX_GLOBS][256], tools[MAX_GLOBS][256];
+  int ncalls, nfiles, ntools; /* ntools < 0: the default (Darshan's logs) */
   long sample;       /* 0 or 1: every data call */
   uint64_t max_size; /* 0: none */
 } F;
@@ -60,21 +60,23 @@ static int one(const char *k, size_t kl, const char *v, size_t vl, char *why, si
 #define IS(key) (kl == strlen(key) && !memcmp(k, key, kl))
   if (IS("calls") && globs(v, vl, &F.calls[0][0], sizeof F.calls[0], &F.ncalls) == 0) return 0;
   if (IS("files") && globs(v, vl, &F.files[0][0], sizeof F.files[0], &F.nfiles) == 0) return 0;
+  if (IS("tools") && (F.ntools = 0, vl == 0 || globs(v, vl, &F.tools[0][0], sizeof F.tools[0], &F.ntools) == 0)) return 0;
   if (IS("max_size") && parse_size(v, vl, &F.max_size) == 0) return 0;
   if (IS("sample")) {
     uint64_t n;
     if (parse_size(v, vl, &n) == 0 && n <= 1000000) return F.sample = (long)n, 0;
   }
-  if (IS("calls") || IS("files") || IS("max_size") || IS("sample"))
+  if (IS("calls") || IS("files") || IS("tools") || IS("max_size") || IS("sample"))
     snprintf(why, whylen, "bad value '%.*s' for %.*s", (int)vl, v, (int)kl, k);
   else
-    snprintf(why, whylen, "unknown key '%.*s' (calls, files, sample, max_size)", (int)kl, k);
+    snprintf(why, whylen, "unknown key '%.*s' (calls, files, tools, sample, max_size)", (int)kl, k);
   return -1;
 #undef IS
 }
 
 int pario_trace_filter_set(const char *spec, char *why, size_t whylen) {
   if (F.on) return 0;
+  F.ntools = -1;
   for (const char *p = spec; *p;) {
     while (*p == ';' || isspace((unsigned char)*p)) p++;
     if (!*p) break;
@@ -82,10 +84,12 @@ int pario_trace_filter_set(const char *spec, char *why, size_t whylen) {
     if (!eq) {
       snprintf(why, whylen, "expected KEY=VALUE, got '%.*s'", (int)(end - p), p);
       memset(&F, 0, sizeof F);
+      F.ntools = -1;
       return -1;
     }
     if (one(p, (size_t)(eq - p), eq + 1, (size_t)(end - eq - 1), why, whylen)) {
       memset(&F, 0, sizeof F);
+      F.ntools = -1;
       return -1;
     }
     p = end;
@@ -116,6 +120,18 @@ int pario_trace_filter_file_muted(uint64_t id) {
   for (int i = 0; i < nmuted && !m; i++) m = muted[i] == id;
   pthread_mutex_unlock(&muted_lock);
   return m;
+}
+
+int pario_trace_filter_tool_file(const char *name) {
+  static const char *const dflt[] = {"*.darshan", "*.darshan_partial"};
+  if (!F.on || F.ntools < 0) {
+    for (size_t i = 0; i < sizeof dflt / sizeof *dflt; i++)
+      if (fnmatch(dflt[i], name, 0) == 0) return 1;
+    return 0;
+  }
+  for (int i = 0; i < F.ntools; i++)
+    if (fnmatch(F.tools[i], name, 0) == 0) return 1;
+  return 0;
 }
 
 static int is_data_call(const char *n) { return strstr(n, "read") || strstr(n, "write"); }

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Parse "calls=GLOB,GLOB;files=GLOB,...;sample=N;max_size=SIZE" (any subset, in any order) and
+/* Parse "calls=GLOB,GLOB;files=GLOB,...;tools=GLOB,...;sample=N;max_size=SIZE" (any subset, in any order) and
  * make it the filter, unless one is set already (the first wins). 0, or -1 with why set (the
  * filter is then left unset). */
 int pario_trace_filter_set(const char *spec, char *why, size_t whylen);
@@ -20,6 +20,10 @@ int pario_trace_filter_file_muted(uint64_t id);
 /* A call (an MPI_File_* span, or a nonblocking job named by its call) on file id: 1 to record
  * it, 0 to drop it with everything its thread recorded during it. */
 int pario_trace_filter_call(const char *name, uint64_t file_id);
+/* Whether a file is a tool's own (a PMPI tool above pario writing its log through it, such as
+ * Darshan's *.darshan_partial): its calls are traced but marked, and kept out of the totals.
+ * Key tools=GLOB,... (empty: none); the default is Darshan's log names. */
+int pario_trace_filter_tool_file(const char *name);
 /* Bytes the trace file may reach (0: no cap). */
 uint64_t pario_trace_filter_max_size(void);
 

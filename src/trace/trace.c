@@ -450,8 +450,8 @@ static char *json_str(const char *s) {
 void pario_trace_file(uint64_t id, const char *name, int nprocs) {
   if (!pario_trace_filter_file(id, name)) return;
   char *js = json_str(name), *line = NULL;
-  if (js && asprintf(&line, "{\"type\":\"file\",\"id\":%llu,\"name\":%s,\"nprocs\":%d}\n",
-                     (unsigned long long)id, js, nprocs) < 0)
+  if (js && asprintf(&line, "{\"type\":\"file\",\"id\":%llu,\"name\":%s,\"nprocs\":%d%s}\n", (unsigned long long)id, js,
+                     nprocs, pario_trace_filter_tool_file(name) ? ",\"tool\":1" : "") < 0)
     line = NULL;
   free(js);
   add_note(line);

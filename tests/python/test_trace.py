@@ -117,6 +117,9 @@ def test_every_kind_of_call_by_hand(tmp_path):
         _span(41500, 2000, "read", "driver", flow=77, file=10, offset=0, len=4096, done=4096),
         _span(45000, 1000, "MPI_File_close", "api", file=9, rc=0),
         {"type": "server_clock", "name": SERVER, "offset_ns": 0, "err_ns": 10},
+        {"type": "file", "id": 11, "name": "/logs/app_id7.darshan_partial", "nprocs": 1, "tool": 1},
+        _span(50000, 9000, "MPI_File_write_at_all", "api", file=11, coll=1, bytes=999),  # Darshan's log
+        _span(50500, 1000, "pwritev", "driver", file=11, offset=0, len=999, done=999),
     ])
     _write(d / "server-5000-200.jsonl", [
         _header("server", SERVER, 200),
@@ -129,7 +132,7 @@ def test_every_kind_of_call_by_hand(tmp_path):
     r, = tr.rank_stats(t)
     assert r.bytes_written == 100 + 65536 + 300 + 64 + 32       # the iwrite's bytes from its job; split once
     assert r.bytes_read == 7 + 4096
-    assert (r.calls, r.open_close, r.other_calls) == (8, 2, 1)
+    assert (r.calls, r.open_close, r.other_calls, r.tool_calls) == (8, 2, 1, 1)  # the tool's call apart
     # In I/O: every MPI_File_* call (1000 x 8 + 500 + 2000 + 3000 = 13500) and the wait (15000).
     assert r.io_time == pytest.approx(28500e-9)
     assert r.wait_time == pytest.approx(15000e-9)

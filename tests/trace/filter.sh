@@ -11,10 +11,10 @@ launcher=("$@")
 work=$(mktemp -d "${TMPDIR:-/tmp}/pario-filter.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 n=200
-run() { # NAME FILTER [HINTS-FILE]: trace into $work/NAME, stderr into $work/NAME.err
-  local name=$1 filter=$2 hints=${3:-}
+run() { # NAME FILTER [HINTS-FILE [DATA-FILE]]: trace into $work/NAME, stderr into $work/NAME.err
+  local name=$1 filter=$2 hints=${3:-} data=${4:-$work/$1.dat}
   PARIO_TRACE="$work/$name" PARIO_TRACE_FILTER="$filter" PARIO_HINTS="$hints" \
-    "${launcher[@]}" 2 --pario "$lib" "$many" "$work/$name.dat" $n >"$work/$name.out" 2>"$work/$name.err" \
+    "${launcher[@]}" 2 --pario "$lib" "$many" "$data" $n >"$work/$name.out" 2>"$work/$name.err" \
     || { cat "$work/$name.err"; echo "filter.sh: $name: the program failed"; exit 1; }
   grep -q "records: ok" "$work/$name.out"
 }
@@ -70,8 +70,20 @@ expect "read_at spans" "$(count "$work/hint" "$api and e['name'] == 'MPI_File_re
 
 echo "a bad filter (one line per rank, traced unfiltered):"
 run bad "callz=write*"
-expect "stderr lines" "$(grep -c "pario: trace: PARIO_TRACE_FILTER: unknown key 'callz' (calls, files, sample, max_size); tracing without a filter" "$work/bad.err")" 2
+expect "stderr lines" "$(grep -c "pario: trace: PARIO_TRACE_FILTER: unknown key 'callz' (calls, files, tools, sample, max_size); tracing without a filter" "$work/bad.err")" 2
 expect "read_at spans" "$(count "$work/bad" "$api and e['name'] == 'MPI_File_read_at'")" $((2 * n))
+
+echo "a tool's own file (Darshan's log name by default, or tools=GLOB) is marked, and left out of the totals:"
+run darshan "" "" "$work/app_id1.darshan_partial"
+expect "file lines marked tool" "$(count "$work/darshan" "e.get('type') == 'file' and e.get('tool') == 1")" 2
+run mytool "tools=*.mylog" "" "$work/x.mylog"
+expect "file lines marked tool" "$(count "$work/mytool" "e.get('type') == 'file' and e.get('tool') == 1")" 2
+PYTHONPATH="$src/python" python3 -c "
+import sys
+from pario import tracefile, tracestats
+for r in tracestats.rank_stats(tracefile.load(sys.argv[1])):
+    assert (r.calls, r.bytes_written, r.tool_calls) == (0, 0, 2 * int(sys.argv[2]) + 2), r
+" "$work/darshan" $n
 
 PYTHONPATH="$src/python" python3 -c "
 import sys

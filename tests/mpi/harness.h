@@ -1,8 +1,11 @@
 /* Tiny harness for pario's MPI tests: CHECK records a failure with its location on the rank
- * that saw it; finish() agrees on the result across ranks and returns the exit status. */
+ * that saw it; finish() agrees on the result across ranks and returns the exit status. A run
+ * proves which MPI-IO served it: pario where the launcher preloaded libpario (LD_PRELOAD names
+ * libpario.so), the native one elsewhere; and a run that made no check at all fails. */
 #ifndef PARIO_TEST_HARNESS_H
 #define PARIO_TEST_HARNESS_H
 
+#include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,10 +76,61 @@ static inline const char *test_local(const char *path) {
   return b;
 }
 
+/* The libpario.so (or .so.N) entry of LD_PRELOAD, copied into buf: 1, or 0 when there is none. */
+static inline int pario_preloaded(char *buf, size_t len) {
+  const char *pre = getenv("LD_PRELOAD");
+  for (const char *p = pre ? pre : ""; *p;) {
+    size_t n = strcspn(p, " :");
+    const char *base = p;
+    for (const char *q = p; q < p + n; q++)
+      if (*q == '/') base = q + 1;
+    if ((size_t)(p + n - base) >= 11 && !strncmp(base, "libpario.so", 11) && (p + n - base == 11 || base[11] == '.')) {
+      snprintf(buf, len, "%.*s", (int)n, p);
+      return 1;
+    }
+    p += n;
+    p += strspn(p, " :");
+  }
+  return 0;
+}
+
+/* Whether pario serves this process's MPI-IO: its own symbol is there, and (preloaded) the
+ * MPI_File_open the program calls is the one of the preloaded libpario. POSIX dl calls only. */
+static inline int pario_serves(void) {
+  void *all = dlopen(NULL, RTLD_LAZY);
+  int yes = all && dlsym(all, "pario_version") != NULL;
+  char path[4096];
+  if (yes && pario_preloaded(path, sizeof path)) {
+    void *lib = dlopen(path, RTLD_LAZY);
+    yes = lib && dlsym(lib, "MPI_File_open") == dlsym(all, "MPI_File_open");
+    if (lib) dlclose(lib);
+  }
+  if (all) dlclose(all);
+  return yes;
+}
+
+/* Whether this run is meant to be pario's: the launcher preloaded it, or the program was linked
+ * with -lpario (PARIO_TEST_LINKED=1). */
+static inline int pario_expected(void) {
+  const char *linked = getenv("PARIO_TEST_LINKED");
+  char path[4096];
+  return (linked && *linked == '1') || pario_preloaded(path, sizeof path);
+}
+
 static inline int finish(const char *name) {
-  int total = 0;
+  int checks = t_checks, all_checks = 0, total = 0, want = pario_expected();
+  MPI_Allreduce(&checks, &all_checks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (all_checks == 0 && t_rank == 0) {
+    t_fail++;
+    fprintf(stderr, "rank 0 FAIL %s: no check was made on any rank\n", name);
+  }
+  CHECK(pario_serves() == want, "%s: MPI-IO served by %s, but the launcher %s pario (LD_PRELOAD=%s)", name,
+        pario_serves() ? "pario" : "the native MPI-IO", want ? "preloaded" : "did not preload",
+        getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "");
   MPI_Allreduce(&t_fail, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (t_rank == 0) printf("%s: %d checks on rank 0, %d failures on all ranks\n", name, t_checks, total);
+  if (t_rank == 0)
+    printf("%s: %d checks on rank 0, %d failures on all ranks (MPI-IO: %s)\n", name, t_checks, total,
+           want ? "pario" : "native");
   MPI_Finalize();
   return total != 0;
 }

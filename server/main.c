@@ -48,7 +48,8 @@ static void usage(FILE *f) {
           "  --max-conns N         simultaneous connections (default 256)\n"
           "  --auth-timeout S      TLS handshake, HELLO and AUTH must end within S seconds of the\n"
           "                        connection (default 5, 1..60)\n"
-          "  --max-unauth-per-peer N  connections still authenticating from one address (default 8)\n"
+          "  --max-unauth-per-peer N  connections from one address silent for 0.5 s or more while\n"
+          "                        they should authenticate (default 8)\n"
           "  --user NAME           started as root: set up, then run as NAME (its uid, gid, groups)\n"
           "  --allow-root          started as root: stay root (not advised; logged as a warning)\n"
           "  --forward-to H:P      run as a forwarder to the server at H:P (same secret), merging the\n"
@@ -338,16 +339,24 @@ static void evict_one(void) {
   victim->io->shutdown(victim);
 }
 
-/* Under srv->mu: admit a connection from addr? NULL, or why not. Where all the places for
- * connections still authenticating are taken, one of them gives way (evict_one): a flood from
- * many addresses then only cycles its own connections, and a client that sends its HELLO at
- * once keeps its place while it authenticates. Connections so closed but not yet gone do not
- * count against --max-conns, up to max_unauth of them. */
-static const char *admit(const char *addr) {
+/* A connection silent this long counts against --max-unauth-per-peer: the ranks of a large job
+ * on one node connect at once and may each take a few milliseconds to send their HELLO. */
+#define SILENT_NS 500000000ull
+
+/* Under srv->mu: admit a connection from addr? NULL, or why not. From one address, at most
+ * max_unauth_peer connections may be silent (not a byte sent for SILENT_NS): a flood of
+ * silent or half-open connections is cut there, while the ranks of a large job on one node,
+ * which send their HELLO at once, are not. Where all the places for connections still authenticating are
+ * taken, one of them gives way (evict_one): a flood from many addresses then only cycles its
+ * own connections, and a client that sends its HELLO at once keeps its place while it
+ * authenticates. Connections so closed but not yet gone do not count against --max-conns, up
+ * to max_unauth of them. */
+static const char *admit(const char *addr, uint64_t now) {
   int going = 0, same = 0;
+  uint64_t since = (uint64_t)srv->cfg.auth_timeout * 1000000000ull - SILENT_NS; /* auth_deadline - accept - SILENT_NS */
   for (srv_conn *c = srv->conns; c; c = c->next) {
     going += c->evicted;
-    same += !c->unauth_done && !strcmp(c->addr, addr);
+    same += !c->unauth_done && c->auth_deadline - since <= now && !strcmp(c->addr, addr) && !has_spoken(c);
   }
   if (srv->nconns - going >= srv->cfg.max_conns || srv->nconns >= srv->cfg.max_conns + srv->cfg.max_unauth)
     return "too many connections";
@@ -370,7 +379,7 @@ static void accept_one(int lfd) {
   char peer[64], addr[48];
   peer_name(&ss, sl, peer, sizeof peer, addr, sizeof addr);
   pthread_mutex_lock(&srv->mu);
-  const char *why = admit(addr);
+  const char *why = admit(addr, t_accept);
   int nconns = srv->nconns, nunauth = srv->nunauth;
   pthread_mutex_unlock(&srv->mu);
   if (why) {

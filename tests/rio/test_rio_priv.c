@@ -1,7 +1,8 @@
 /* pario-server's privileges and its defences before authentication (issue 31): setuid/setgid
  * bits never created or kept, no writing through a hard link, no truncation through a read-only
- * open, escaped log lines, --user and --allow-root, and floods of silent connections (from one
- * address, from many) while a legitimate client is served. Loopback only (127.0.0.0/8).
+ * open, escaped log lines, --user and --allow-root, floods of silent connections (from one
+ * address, from many) while a legitimate client is served, and 32 clients of one address at
+ * once all served. Loopback only (127.0.0.0/8).
  * usage: test_rio_priv PARIO_SERVER              every check
  *        test_rio_priv PARIO_SERVER --flood ARGS  the flood checks only, ARGS for the server (TLS) */
 #include <arpa/inet.h>
@@ -221,11 +222,12 @@ static void flood_test(const char *what, int n, int first, int last, double secs
   CHECK(fl.closed > 0, "%s: the server closed flood connections", what);
 }
 
-/* The refusal for load is one ERROR frame in clear (RIO_EBUSY, id 0) before the close. */
+/* The refusal for load is one ERROR frame in clear (RIO_EBUSY, id 0) before the close: here
+ * for one more connection from an address that has per_peer connections silent for 0.5 s. */
 static void test_busy_frame(int per_peer) {
   int held[64], n = 0;
   for (; n < per_peer && n < 64; n++) held[n] = silent_conn("127.0.0.3");
-  usleep(200000);
+  usleep(700000);
   int fd = silent_conn("127.0.0.3");
   struct pollfd p = {fd, POLLIN, 0};
   uint8_t buf[256];
@@ -245,6 +247,30 @@ static void test_busy_frame(int per_peer) {
   for (int i = 0; i < n; i++)
     if (held[i] >= 0) close(held[i]);
   CHECK(rc_log_has(&S, "too many connections from this address") >= 1, "per-address refusal logged");
+}
+
+/* The ranks of a job on one node connect at once, from one address: the per-address limit on
+ * silent connections must not refuse them. */
+enum { BURST = 32 };
+static pthread_barrier_t burst_bar;
+static void *burst_one(void *arg) {
+  rc_conn c;
+  pthread_barrier_wait(&burst_bar);
+  *(int *)arg = rc_connect(&c, &S, secret, slen) == 0 && rc_ping(&c) == 0;
+  if (c.fd >= 0) rc_close_conn(&c);
+  return NULL;
+}
+
+static void test_burst(void) {
+  for (int round = 0; round < 3; round++) {
+    pthread_t t[BURST];
+    int ok[BURST] = {0}, good = 0;
+    pthread_barrier_init(&burst_bar, NULL, BURST);
+    for (int i = 0; i < BURST; i++) pthread_create(&t[i], NULL, burst_one, &ok[i]);
+    for (int i = 0; i < BURST; i++) pthread_join(t[i], NULL), good += ok[i];
+    pthread_barrier_destroy(&burst_bar);
+    CHECK(good == BURST, "%d clients from one address at once: %d authenticated", BURST, good);
+  }
 }
 
 static void test_floods(int tls) {
@@ -338,6 +364,7 @@ int main(int argc, char **argv) {
     test_modes();
     test_links_and_trunc();
     test_log_escape();
+    test_burst();
     test_floods(0);
   }
   CHECK(rc_server_stop(&S) == 0, "clean stop");

@@ -6,6 +6,7 @@
  * usage: test_rio_priv PARIO_SERVER              every check
  *        test_rio_priv PARIO_SERVER --flood ARGS  the flood checks only, ARGS for the server (TLS) */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -284,20 +285,28 @@ static void test_floods(int tls) {
 }
 
 /* ---- privileges -------------------------------------------------------------------------- */
-/* The four ids of a /proc/PID/status line ("Uid:" or "Gid:") all equal to want. */
+/* The four ids of a status line ("Uid:" or "Gid:") all equal to want, in /proc/PID/task/TID/status
+ * of every thread (the workers started before the switch too); groups: the Groups line. The
+ * number of threads checked, or 0 if one differs. */
 static int ids_are(pid_t pid, const char *key, unsigned want, char *groups, size_t gn) {
-  char p[64], line[512];
-  snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
-  FILE *f = fopen(p, "r");
-  int ok = 0;
-  while (f && fgets(line, sizeof line, f)) {
-    unsigned a, b, c, d;
-    if (!strncmp(line, key, strlen(key)) && sscanf(line + strlen(key), "%u %u %u %u", &a, &b, &c, &d) == 4)
-      ok = a == want && b == want && c == want && d == want;
-    if (!strncmp(line, "Groups:", 7)) snprintf(groups, gn, "%s", line + 7);
+  char p[300], line[512];
+  snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(p);
+  int n = 0, bad = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(p, sizeof p, "/proc/%d/task/%.32s/status", (int)pid, e->d_name);
+    FILE *f = fopen(p, "r");
+    while (f && fgets(line, sizeof line, f)) {
+      unsigned a, b, c, x;
+      if (!strncmp(line, key, strlen(key)) && sscanf(line + strlen(key), "%u %u %u %u", &a, &b, &c, &x) == 4)
+        n++, bad += !(a == want && b == want && c == want && x == want);
+      if (!strncmp(line, "Groups:", 7)) snprintf(groups, gn, "%s", line + 7);
+    }
+    if (f) fclose(f);
   }
-  if (f) fclose(f);
-  return ok;
+  if (d) closedir(d);
+  return bad ? 0 : n;
 }
 
 static void test_user(const char *bin) {
@@ -318,8 +327,10 @@ static void test_user(const char *bin) {
     return;
   }
   char groups[512] = "?";
-  CHECK(ids_are(S.pid, "Uid:", uid, groups, sizeof groups), "uid %u in all four fields", (unsigned)uid);
-  CHECK(ids_are(S.pid, "Gid:", gid, groups, sizeof groups), "gid %u in all four fields", (unsigned)gid);
+  int nt = ids_are(S.pid, "Uid:", uid, groups, sizeof groups);
+  CHECK(nt > 4, "uid %u in all four fields of every thread (%d threads)", (unsigned)uid, nt);
+  CHECK(ids_are(S.pid, "Gid:", gid, groups, sizeof groups) > 4, "gid %u in all four fields of every thread",
+        (unsigned)gid);
   /* initgroups: nobody's own groups, never root's (0) */
   char *e;
   int only_own = 1;

@@ -52,7 +52,7 @@ if [ -x "$server" ] && [ -x "$example" ]; then
   mkdir -p "$rdir/root"
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$rdir/secret")
   # pario-server prints HOST:PORT as its first line once it accepts connections
-  "$server" --root "$rdir/root" --listen 127.0.0.1:0 --secret-file "$rdir/secret" \
+  "$server" --root "$rdir/root" --listen 127.0.0.1:0 --secret-file "$rdir/secret" --allow-root \
     > "$rdir/address" 2> "$rdir/server.log" &
   spid=$!
   for _ in $(seq 100); do [ -s "$rdir/address" ] && break; sleep 0.05; done

@@ -12,7 +12,7 @@
 
 #include "server.h"
 
-#define AUTH_TIMEOUT_NS (10ull * 1000000000ull)
+#define AUTH_TIMEOUT_NS (5ull * 1000000000ull) /* where the accept loop set no deadline (fuzzer) */
 #define FRAME_TIMEOUT_NS (60ull * 1000000000ull) /* a frame that has begun must keep moving */
 #define MAX_INFLIGHT 64                           /* per connection: bounds the queued bodies */
 #define QUEUE_BUDGET (16ull << 20)                /* ... and their bytes */
@@ -190,7 +190,7 @@ static void proto_error(srv_conn *c, uint64_t id, int status, const char *what) 
 static int recv_fixed(srv_conn *c, unsigned type, uint8_t *body, uint32_t len, uint64_t deadline, rio_hdr *h) {
   uint8_t hb[RIO_HDR_SIZE];
   if (c->io->recv(c, hb, sizeof hb, deadline) != 0) {
-    srv_log(LOG_WARN, "conn %llu (%s): %s before authentication; closing", (unsigned long long)c->serial, c->peer,
+    srv_log(srv_unauth_log_level(c), "conn %llu (%s): %s before authentication; closing", (unsigned long long)c->serial, c->peer,
             errno == ETIMEDOUT ? "timeout" : "connection ended");
     return -1;
   }
@@ -209,11 +209,12 @@ static int recv_fixed(srv_conn *c, unsigned type, uint8_t *body, uint32_t len, u
 }
 
 static int authenticate(srv_conn *c) {
-  uint64_t deadline = srv_now_ns() + AUTH_TIMEOUT_NS;
+  uint64_t deadline = c->auth_deadline ? c->auth_deadline : srv_now_ns() + AUTH_TIMEOUT_NS;
   uint8_t body[8 + RIO_NONCE], challenge[RIO_NONCE], mac[RIO_MAC], want[RIO_MAC];
   rio_hdr h;
   rio_hello hello;
   if (recv_fixed(c, RIO_T_HELLO, body, 8 + RIO_NONCE, deadline, &h)) return -1;
+  __atomic_store_n(&c->spoke, 1, __ATOMIC_RELEASE);
   if (rio_decode_hello(body, sizeof body, &hello) != 0) {
     proto_error(c, h.id, RIO_EPROTO, "malformed HELLO");
     return -1;
@@ -370,9 +371,7 @@ void srv_conn_serve(srv_conn *c) {
   srv_trace_thread(tn);
   srv_log(LOG_DEBUG, "conn %llu (%s): connected", (unsigned long long)c->serial, c->peer);
   int ok = c->authed || authenticate(c) == 0; /* preset only by the fuzzer */
-  pthread_mutex_lock(&srv->mu);
-  srv->nunauth--;
-  pthread_mutex_unlock(&srv->mu);
+  srv_unauth_done(c);
   if (ok) {
     c->authed = 1;
     buffers_start(c);

@@ -1,15 +1,20 @@
 /* pario-server: serves the files beneath --root to pario's x-rio driver over TCP (protocol:
  * src/rio/PROTOCOL.md). The main thread parses the options, listens, prints HOST:PORT on
  * stdout once it accepts, and runs the accept loop; each connection has a reader thread and
- * the requests run on a worker pool. SIGINT/SIGTERM end it cleanly. */
+ * the requests run on a worker pool. Started as root it sets up (listen, secret, certificate,
+ * root, trace) and then becomes --user for good, or stays root only with --allow-root. The
+ * accept loop bounds the connections still authenticating, per peer address and in all, the
+ * oldest giving way to a new one. SIGINT/SIGTERM end it cleanly. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +46,12 @@ static void usage(FILE *f) {
           "  --max-request BYTES   largest request body (default 64M, 1M..1G; K/M/G suffixes)\n"
           "  --idle-timeout S      close a connection idle for S seconds (default 0: never)\n"
           "  --max-conns N         simultaneous connections (default 256)\n"
+          "  --auth-timeout S      TLS handshake, HELLO and AUTH must end within S seconds of the\n"
+          "                        connection (default 5, 1..60)\n"
+          "  --max-unauth-per-peer N  connections from one address silent for 0.5 s or more while\n"
+          "                        they should authenticate (default 8)\n"
+          "  --user NAME           started as root: set up, then run as NAME (its uid, gid, groups)\n"
+          "  --allow-root          started as root: stay root (not advised; logged as a warning)\n"
           "  --forward-to H:P      run as a forwarder to the server at H:P (same secret), merging the\n"
           "                        READ/WRITE requests of one collective operation (no --root)\n"
           "  --merge-wait MS       forwarder: how long the parts of a collective operation wait for\n"
@@ -85,20 +96,71 @@ static uint64_t parse_size(const char *opt, const char *v) {
   return x * mult;
 }
 
+static uid_t run_uid;
+static gid_t run_gid;
+
+/* Root needs --user or --allow-root; --user NAME must exist, and only root can become another
+ * user. Exits with a one-line error. */
+static void check_user(const srv_config *cfg) {
+  uid_t me = geteuid();
+  if (me == 0 && !cfg->user && !cfg->allow_root) {
+    fprintf(stderr, "pario-server: refusing to run as root: give --user NAME (the server drops to that user once "
+                    "set up) or --allow-root\n");
+    exit(2);
+  }
+  if (!cfg->user) return;
+  struct passwd *pw = getpwnam(cfg->user);
+  if (!pw) die_arg("--user", "no such user", cfg->user);
+  if (pw->pw_uid == 0 && me == 0) die_arg("--user", "names root; give --allow-root to run as root", cfg->user);
+  if (me != 0 && pw->pw_uid != me) {
+    fprintf(stderr, "pario-server: --user %s: only root can switch users (running as uid %u)\n", cfg->user,
+            (unsigned)me);
+    exit(2);
+  }
+  run_uid = pw->pw_uid, run_gid = pw->pw_gid;
+}
+
+/* Once everything that needs root is open: become --user with no way back, or warn. */
+static void drop_privileges(const srv_config *cfg) {
+  if (geteuid() != 0) {
+    if (cfg->user) srv_log(LOG_INFO, "running as %s (uid %u, gid %u)", cfg->user, (unsigned)run_uid, (unsigned)run_gid);
+    return;
+  }
+  if (!cfg->user) {
+    srv_log(LOG_WARN, "running as root (--allow-root): a flaw in the server would hand the host to a client; "
+            "prefer --user NAME");
+    return;
+  }
+  if (initgroups(cfg->user, run_gid) || setgid(run_gid) || setuid(run_uid)) {
+    fprintf(stderr, "pario-server: --user %s: cannot switch to uid %u, gid %u: %s\n", cfg->user, (unsigned)run_uid,
+            (unsigned)run_gid, strerror(errno));
+    exit(1);
+  }
+  if (setuid(0) == 0 || setgid(0) == 0 || geteuid() != run_uid || getegid() != run_gid) {
+    fprintf(stderr, "pario-server: --user %s: root privileges could be regained after the switch; stopping\n",
+            cfg->user);
+    exit(1);
+  }
+  srv_log(LOG_INFO, "running as %s (uid %u, gid %u)", cfg->user, (unsigned)run_uid, (unsigned)run_gid);
+}
+
 static void parse_args(int argc, char **argv, srv_config *cfg) {
   enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_FWD, O_CERT, O_KEY,
-         O_TRACE, O_MERGE, O_HELP, O_VERSION };
+         O_TRACE, O_MERGE, O_AUTHTO, O_PEER, O_USER, O_ROOTOK, O_HELP, O_VERSION };
   static const struct option opts[] = {
       {"root", 1, 0, O_ROOT},          {"listen", 1, 0, O_LISTEN},   {"secret-file", 1, 0, O_SECRET},
       {"threads", 1, 0, O_THREADS},    {"max-request", 1, 0, O_MAXREQ}, {"idle-timeout", 1, 0, O_IDLE},
       {"log-level", 1, 0, O_LOG},      {"max-conns", 1, 0, O_CONNS}, {"emulate", 1, 0, O_EMU},
       {"forward-to", 1, 0, O_FWD},     {"tls-cert", 1, 0, O_CERT},   {"tls-key", 1, 0, O_KEY},
-      {"trace", 1, 0, O_TRACE},        {"merge-wait", 1, 0, O_MERGE},
+      {"trace", 1, 0, O_TRACE},        {"merge-wait", 1, 0, O_MERGE},  {"auth-timeout", 1, 0, O_AUTHTO},
+      {"max-unauth-per-peer", 1, 0, O_PEER}, {"user", 1, 0, O_USER},   {"allow-root", 0, 0, O_ROOTOK},
           {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
   cfg->threads = 4;
   cfg->max_request = RIO_DEFAULT_MAX_REQUEST;
   cfg->max_conns = 256;
   cfg->merge_wait_ms = 50;
+  cfg->auth_timeout = 5;
+  cfg->max_unauth_peer = 8;
   opterr = 0;
   for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
     char why[160];
@@ -115,6 +177,10 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
     case O_IDLE: cfg->idle_timeout = (int)parse_int("--idle-timeout", optarg, 0, 86400 * 365); break;
     case O_MERGE: cfg->merge_wait_ms = (int)parse_int("--merge-wait", optarg, 0, 60000); break;
     case O_CONNS: cfg->max_conns = (int)parse_int("--max-conns", optarg, 1, 65536); break;
+    case O_AUTHTO: cfg->auth_timeout = (int)parse_int("--auth-timeout", optarg, 1, 60); break;
+    case O_PEER: cfg->max_unauth_peer = (int)parse_int("--max-unauth-per-peer", optarg, 1, 65536); break;
+    case O_USER: cfg->user = optarg; break;
+    case O_ROOTOK: cfg->allow_root = 1; break;
     case O_LOG:
       if ((srv_log_level = srv_log_parse(optarg)) < 0) die_arg("--log-level", "expected error, warn, info or debug", optarg);
       break;
@@ -142,7 +208,10 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
     die_arg("--emulate", "the emulated link (net_latency, net_bw) does not run under TLS", NULL);
   uint64_t ms = cfg->max_request / RIO_SEG;
   cfg->max_segments = ms < RIO_DEFAULT_MAX_SEGMENTS ? (uint32_t)ms : RIO_DEFAULT_MAX_SEGMENTS;
+  /* 64 reader threads at most wait for an authentication; the oldest gives way to a new
+   * connection, so a legitimate client, done in milliseconds, gets through a flood. */
   cfg->max_unauth = cfg->max_conns < 64 ? cfg->max_conns : 64;
+  check_user(cfg);
 }
 
 /* Split HOST:PORT ([v6]:PORT allowed) and listen. The socket, or exit with a one-line error. */
@@ -176,12 +245,13 @@ static int listen_on(const char *spec, char *shown, size_t shownlen) {
   return fd;
 }
 
-static void peer_name(const struct sockaddr_storage *ss, socklen_t sl, char *out, size_t n) {
+/* "HOST:PORT" for the log, and HOST alone for the per-address limit. */
+static void peer_name(const struct sockaddr_storage *ss, socklen_t sl, char *out, size_t n, char *addr, size_t an) {
   char h[48], p[8];
   if (getnameinfo((const struct sockaddr *)ss, sl, h, sizeof h, p, sizeof p, NI_NUMERICHOST | NI_NUMERICSERV))
-    snprintf(out, n, "?");
+    snprintf(out, n, "?"), snprintf(addr, an, "?");
   else
-    snprintf(out, n, "%s:%s", h, p);
+    snprintf(out, n, "%s:%s", h, p), snprintf(addr, an, "%s", h);
 }
 
 static void *conn_main(void *arg) {
@@ -189,9 +259,7 @@ static void *conn_main(void *arg) {
   if (!srv->tls_ctx || srv_tls_accept(c) == 0) {
     srv_conn_serve(c);
   } else {
-    pthread_mutex_lock(&srv->mu);
-    srv->nunauth--;
-    pthread_mutex_unlock(&srv->mu);
+    srv_unauth_done(c);
   }
   /* Off the list first: shut_down() calls c->io->shutdown on listed connections only. */
   pthread_mutex_lock(&srv->mu);
@@ -210,6 +278,93 @@ static void *conn_main(void *arg) {
   return NULL;
 }
 
+/* A refused connection hears why, best effort: one ERROR frame in clear (even on a TLS
+ * listener: no handshake is spent on it), written without waiting; then it is closed. */
+static void refuse(int fd, const char *msg) {
+  uint8_t f[RIO_HDR_SIZE + RIO_STATUS + 4 + 64];
+  size_t ml = strlen(msg) < 64 ? strlen(msg) : 64;
+  rio_hdr h = {RIO_VERSION, RIO_T_ERROR | RIO_REPLY, 0, (uint32_t)(RIO_STATUS + 4 + ml), 0};
+  rio_hdr_encode(f, &h);
+  rio_wr w = rio_wr_init(f + RIO_HDR_SIZE, sizeof f - RIO_HDR_SIZE);
+  rio_put_status(&w, RIO_EBUSY);
+  rio_put_u32(&w, (uint32_t)ml);
+  rio_put_bytes(&w, msg, ml);
+  (void)!send(fd, f, RIO_HDR_SIZE + w.n, MSG_DONTWAIT | MSG_NOSIGNAL);
+  char junk[512]; /* unread input would turn the close into a reset that may beat the frame */
+  (void)!recv(fd, junk, sizeof junk, MSG_DONTWAIT);
+  close(fd);
+}
+
+/* A flood must not flood the log too: one line per second, with the count left out. */
+static void log_refused(const char *peer, const char *why, int nconns, int nunauth) {
+  static uint64_t last_log, quiet;
+  uint64_t now = srv_now_ns();
+  if (now - last_log >= 1000000000ull) {
+    srv_log(LOG_WARN, "connection from %s refused: %s (%d, %d authenticating; %llu more refused since the last "
+            "line)", peer, why, nconns, nunauth, (unsigned long long)quiet);
+    last_log = now, quiet = 0;
+  } else {
+    quiet++;
+  }
+}
+
+/* Under srv->mu: whether c has spoken (its HELLO or TLS hello may wait unread in the socket). */
+static int has_spoken(srv_conn *c) {
+  char b;
+  if (__atomic_load_n(&c->spoke, __ATOMIC_ACQUIRE)) return 1;
+  if (recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 1) return 0;
+  __atomic_store_n(&c->spoke, 1, __ATOMIC_RELEASE);
+  return 1;
+}
+
+/* Under srv->mu: shut down the oldest connection still authenticating that has not spoken yet,
+ * else the oldest one; its reader sees the end at once and leaves. */
+static void evict_one(void) {
+  srv_conn *victim = NULL;
+  for (;;) {
+    srv_conn *oldest = NULL, *silent = NULL;
+    for (srv_conn *c = srv->conns; c; c = c->next) { /* newest first */
+      if (c->unauth_done) continue;
+      oldest = c;
+      if (!__atomic_load_n(&c->spoke, __ATOMIC_ACQUIRE)) silent = c;
+    }
+    victim = silent && !has_spoken(silent) ? silent : silent ? NULL : oldest;
+    if (victim || !oldest) break; /* else silent had spoken after all: look again */
+  }
+  if (!victim) return;
+  srv_log(LOG_DEBUG, "conn %llu (%s): still authenticating; closed to make room", (unsigned long long)victim->serial,
+          victim->peer);
+  __atomic_store_n(&victim->unauth_done, 1, __ATOMIC_RELEASE);
+  victim->evicted = 1, srv->nunauth--;
+  victim->io->shutdown(victim);
+}
+
+/* A connection silent this long counts against --max-unauth-per-peer: the ranks of a large job
+ * on one node connect at once and may each take a few milliseconds to send their HELLO. */
+#define SILENT_NS 500000000ull
+
+/* Under srv->mu: admit a connection from addr? NULL, or why not. From one address, at most
+ * max_unauth_peer connections may be silent (not a byte sent for SILENT_NS): a flood of
+ * silent or half-open connections is cut there, while the ranks of a large job on one node,
+ * which send their HELLO at once, are not. Where all the places for connections still authenticating are
+ * taken, one of them gives way (evict_one): a flood from many addresses then only cycles its
+ * own connections, and a client that sends its HELLO at once keeps its place while it
+ * authenticates. Connections so closed but not yet gone do not count against --max-conns, up
+ * to max_unauth of them. */
+static const char *admit(const char *addr, uint64_t now) {
+  int going = 0, same = 0;
+  uint64_t since = (uint64_t)srv->cfg.auth_timeout * 1000000000ull - SILENT_NS; /* auth_deadline - accept - SILENT_NS */
+  for (srv_conn *c = srv->conns; c; c = c->next) {
+    going += c->evicted;
+    same += !c->unauth_done && c->auth_deadline - since <= now && !strcmp(c->addr, addr) && !has_spoken(c);
+  }
+  if (srv->nconns - going >= srv->cfg.max_conns || srv->nconns >= srv->cfg.max_conns + srv->cfg.max_unauth)
+    return "too many connections";
+  if (same >= srv->cfg.max_unauth_peer) return "too many connections from this address";
+  if (srv->nunauth >= srv->cfg.max_unauth) evict_one();
+  return NULL;
+}
+
 static void accept_one(int lfd) {
   struct sockaddr_storage ss;
   socklen_t sl = sizeof ss;
@@ -220,24 +375,18 @@ static void accept_one(int lfd) {
     if (errno == EMFILE || errno == ENFILE) usleep(10000);
     return;
   }
-  char peer[64];
-  peer_name(&ss, sl, peer, sizeof peer);
+  uint64_t t_accept = srv_now_ns();
+  char peer[64], addr[48];
+  peer_name(&ss, sl, peer, sizeof peer, addr, sizeof addr);
   pthread_mutex_lock(&srv->mu);
-  int full = srv->nconns >= srv->cfg.max_conns || srv->nunauth >= srv->cfg.max_unauth;
+  const char *why = admit(addr, t_accept);
   int nconns = srv->nconns, nunauth = srv->nunauth;
   pthread_mutex_unlock(&srv->mu);
-  if (full) {
-    /* A flood must not flood the log too: one line per second, with the count left out. */
-    static uint64_t last_log, quiet;
-    uint64_t now = srv_now_ns();
-    if (now - last_log >= 1000000000ull) {
-      srv_log(LOG_WARN, "connection from %s refused: too many connections (%d, %d authenticating; %llu more refused "
-              "since the last line)", peer, nconns, nunauth, (unsigned long long)quiet);
-      last_log = now, quiet = 0;
-    } else {
-      quiet++;
-    }
-    close(fd);
+  if (why) {
+    log_refused(peer, why, nconns, nunauth);
+    char msg[64];
+    snprintf(msg, sizeof msg, "server busy: %s", why);
+    refuse(fd, msg);
     return;
   }
   int one = 1;
@@ -245,6 +394,10 @@ static void accept_one(int lfd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   srv_conn *c = srv_conn_new(fd, &srv_socket_io, peer);
+  if (c) {
+    snprintf(c->addr, sizeof c->addr, "%s", addr);
+    c->auth_deadline = t_accept + (uint64_t)srv->cfg.auth_timeout * 1000000000ull;
+  }
   if (c && srv_emulate_wrap(c)) {
     srv_conn_free(c);
     c = NULL;
@@ -348,13 +501,13 @@ int main(int argc, char **argv) {
   int sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
   char shown[300];
   int lfd = listen_on(srv->cfg.listen, shown, sizeof shown);
-  if (sfd < 0 || srv_pool_start(srv->cfg.threads) || srv_lock_start()) {
-    fprintf(stderr, "pario-server: cannot start threads: %s\n", strerror(errno));
-    return 1;
-  }
   char why[300];
   if (srv->cfg.trace_dir && srv_trace_open(srv->cfg.trace_dir, shown, why, sizeof why)) {
     fprintf(stderr, "pario-server: %s\n", why);
+    return 1;
+  }
+  if (sfd < 0 || srv_pool_start(srv->cfg.threads) || srv_lock_start()) {
+    fprintf(stderr, "pario-server: cannot start threads: %s\n", strerror(errno));
     return 1;
   }
   if (srv->cfg.forward_to) {
@@ -365,6 +518,9 @@ int main(int argc, char **argv) {
             srv->cfg.threads, (unsigned long long)srv->cfg.max_request, srv_have_openat2 ? "openat2" : "O_NOFOLLOW walk",
             srv->tls_ctx ? ", TLS" : "");
   }
+  /* All that needs root is open (socket, secret, certificate, root, trace): drop it before the
+   * first connection. setuid and setgid act on every thread of the process (glibc). */
+  drop_privileges(&srv->cfg);
   printf("%s\n", shown);
   fflush(stdout);
   for (;;) {

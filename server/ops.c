@@ -154,7 +154,7 @@ static int take_handle(srv_job *j, uint64_t value) {
 }
 
 static void log_refusal(srv_conn *c, const char *op, const char *path, uint32_t pl, int err, const char *why) {
-  int sec = err == EACCES || err == EXDEV || err == ELOOP;
+  int sec = err == EACCES || err == EXDEV || err == ELOOP || err == EINVAL;
   srv_log(sec ? LOG_WARN : LOG_DEBUG, "conn %llu (%s): %s \"%.*s\" refused: %s", (unsigned long long)c->serial,
           c->peer, op, (int)(pl < 200 ? pl : 200), path, why ? why : strerror(err));
 }
@@ -171,27 +171,54 @@ static void do_ping(srv_job *j) {
   srv_reply(j->c, j->h.type, j->h.id, RIO_OK, b, sizeof b);
 }
 
+/* After the open (made without O_TRUNC): refuse writing to a file with other hard links (one may
+ * lie outside the root, made by anyone with a shell on the host), clear setuid/setgid bits on a
+ * file opened for writing, as the kernel does for unprivileged writers, THEN truncate. 0 or an
+ * errno with why (a message in whybuf) set. */
+static int open_checked(int fd, uint32_t flags, struct stat *st, char *whybuf, size_t wn, const char **why) {
+  if (fstat(fd, st)) return errno;
+  if ((flags & RIO_O_ACCMODE) == RIO_O_RDONLY) return 0;
+  if (st->st_nlink > 1) {
+    snprintf(whybuf, wn, "has %lu hard links; refused for writing", (unsigned long)st->st_nlink);
+    return *why = whybuf, EACCES;
+  }
+  if ((st->st_mode & (S_ISUID | S_ISGID)) && fchmod(fd, st->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID)))
+    return *why = "cannot clear its setuid/setgid bits", errno;
+  if ((flags & RIO_O_TRUNC) && st->st_size != 0) {
+    if (ftruncate(fd, 0)) return *why = "truncation failed", errno;
+    st->st_size = 0;
+  }
+  return 0;
+}
+
 static void do_open(srv_job *j) {
   rio_open_req o;
   int e = rio_decode_open(j->body, j->n, &o);
   if (e) return (void)bad_body(j, e);
+  if ((o.flags & RIO_O_TRUNC) && (o.flags & RIO_O_ACCMODE) == RIO_O_RDONLY) {
+    log_refusal(j->c, "open", o.path, o.pathlen, EINVAL, "truncation through a read-only open");
+    return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_EINVAL, NULL, 0);
+  }
   static const int acc[] = {O_RDONLY, O_WRONLY, O_RDWR};
   int fl = acc[o.flags & RIO_O_ACCMODE];
   if (o.flags & RIO_O_CREAT) fl |= O_CREAT;
   if (o.flags & RIO_O_EXCL) fl |= O_EXCL;
-  if (o.flags & RIO_O_TRUNC) fl |= O_TRUNC;
   if (o.flags & RIO_O_APPEND) fl |= O_APPEND;
+  /* No O_TRUNC here: open_checked truncates once it has seen the file. */
   const char *why = NULL;
+  char whybuf[64];
   uint64_t t0 = srv_now_ns();
-  int fd = srv_resolve_open(srv->rootfd, o.path, o.pathlen, fl, (mode_t)(o.perm & 07777), &why);
+  /* Never setuid, setgid or sticky: the server may run as root, the bits come from a client. */
+  int fd = srv_resolve_open(srv->rootfd, o.path, o.pathlen, fl, (mode_t)(o.perm & 0777), &why);
+  struct stat st;
+  if (fd >= 0 && (e = open_checked(fd, o.flags, &st, whybuf, sizeof whybuf, &why)) != 0) close(fd), fd = -e;
   srv_trace_span("storage", "open", NULL, t0, 0, 0, j->h.id);
   if (fd < 0) {
     log_refusal(j->c, "open", o.path, o.pathlen, -fd, why);
     return (void)srv_reply(j->c, j->h.type, j->h.id, st_errno(-fd), NULL, 0);
   }
-  struct stat st;
   uint64_t value = 0;
-  int status = fstat(fd, &st) ? st_errno(errno) : handle_new(j->c, fd, o.flags & RIO_O_ACCMODE, &st, o.path, o.pathlen, &value);
+  int status = handle_new(j->c, fd, o.flags & RIO_O_ACCMODE, &st, o.path, o.pathlen, &value);
   if (status) {
     close(fd);
     return (void)srv_reply(j->c, j->h.type, j->h.id, status, NULL, 0);

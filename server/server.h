@@ -33,7 +33,11 @@ typedef struct srv_config {
   int idle_timeout;   /* seconds, 0 = none */
   int merge_wait_ms;  /* forwarder: how long the parts of a collective access wait for the rest */
   int max_conns;      /* authenticated + unauthenticated */
-  int max_unauth;     /* connections still authenticating */
+  int max_unauth;     /* connections still authenticating (the oldest gives way to a new one) */
+  int max_unauth_peer;/* ... of them from one peer address */
+  int auth_timeout;   /* seconds from accept to the end of AUTH (TLS handshake included) */
+  const char *user;   /* --user: drop root for this user once set up */
+  int allow_root;     /* --allow-root: stay root (warned) */
   srv_emulate emu;
 } srv_config;
 
@@ -80,8 +84,15 @@ struct srv_conn {
   uint64_t queued_bytes;   /* their bodies' bytes (bounded per connection) */
   int dead;                /* a send failed or shutdown: stop */
   int authed;
+  int unauth_done;         /* no longer counted in srv->nunauth (authenticated, failed or evicted;
+                            * under srv->mu) */
+  uint64_t auth_deadline;  /* CLOCK_MONOTONIC ns: TLS handshake, HELLO and AUTH end by then (0: 5 s) */
+  int spoke;               /* atomic: its TLS handshake ended or its HELLO came; a connection
+                            * still silent gives way first when the places are taken */
+  int evicted;             /* closed by the accept loop to make room (under srv->mu) */
   uint64_t serial;         /* connection number for log lines */
   char peer[64];
+  char addr[48];           /* the peer's address without the port: the per-address limit */
   uint8_t *chunk;          /* the reader's streaming buffer for WRITE data, grown on demand */
   size_t chunk_cap;
   int pipe[2];             /* WRITE data spliced socket -> pipe -> file (ops.c); pipe_ok 1 once
@@ -123,6 +134,20 @@ typedef struct srv_state {
 extern srv_state *srv;
 
 uint64_t srv_now_ns(void);
+
+/* A connection that ends before authentication is logged at warn, unless the accept loop
+ * closed it to make room (a flood would flood the log too): debug. */
+static inline int srv_unauth_log_level(srv_conn *c) {
+  return __atomic_load_n(&c->unauth_done, __ATOMIC_ACQUIRE) ? LOG_DEBUG : LOG_WARN;
+}
+
+/* The connection stops counting as one still authenticating (once; the accept loop may have
+ * done it already when it evicted the connection). */
+static inline void srv_unauth_done(srv_conn *c) {
+  pthread_mutex_lock(&srv->mu);
+  if (!c->unauth_done) __atomic_store_n(&c->unauth_done, 1, __ATOMIC_RELEASE), srv->nunauth--;
+  pthread_mutex_unlock(&srv->mu);
+}
 
 /* conn.c: serve one connection until it ends (authentication, frames, dispatch), then free it. */
 srv_conn *srv_conn_new(int fd, const srv_io *io, const char *peer);

@@ -113,19 +113,20 @@ int srv_tls_accept(srv_conn *c) {
   int fl = fcntl(c->fd, F_GETFL);
   fcntl(c->fd, F_SETFL, fl | O_NONBLOCK);
   SSL_set_fd(t->ssl, c->fd);
-  uint64_t deadline = srv_now_ns() + 10000000000ull;
+  uint64_t deadline = c->auth_deadline; /* --auth-timeout from accept: handshake, HELLO and AUTH */
   for (;;) {
     ERR_clear_error();
     int r = SSL_accept(t->ssl);
     if (r == 1) break;
     int e = SSL_get_error(t->ssl, r);
     if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || wait_fd(c->fd, e == SSL_ERROR_WANT_READ, deadline)) {
-      srv_log(LOG_WARN, "conn %llu (%s): TLS handshake failed: %s; closing", (unsigned long long)c->serial, c->peer,
+      srv_log(srv_unauth_log_level(c), "conn %llu (%s): TLS handshake failed: %s; closing", (unsigned long long)c->serial, c->peer,
               e == SSL_ERROR_SSL ? ssl_why() : errno == ETIMEDOUT ? "timeout" : "connection ended");
       return -1;
     }
   }
   c->io = &tls_io;
+  __atomic_store_n(&c->spoke, 1, __ATOMIC_RELEASE);
   srv_log(LOG_DEBUG, "conn %llu: TLS %s, %s", (unsigned long long)c->serial, SSL_get_version(t->ssl),
           SSL_get_cipher_name(t->ssl));
   return 0;

@@ -123,7 +123,8 @@ def start_pario_server(exe: str, root: Optional[str], secret: str, log: str, ext
                        timeout: float = 15.0) -> Service:
     """pario-server on 127.0.0.1 with a free port: it prints HOST:PORT once it accepts. root
     None: a forwarder (extra holds --forward-to), which serves no files of its own."""
-    argv = [exe, *(["--root", root] if root else []), "--listen", "127.0.0.1:0", "--secret-file", secret, *extra]
+    argv = [exe, *(["--root", root] if root else []), "--listen", "127.0.0.1:0", "--secret-file", secret,
+            *(["--allow-root"] if os.geteuid() == 0 else []), *extra]
     logf = open(log, "w", encoding="utf-8")
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=logf, stdin=subprocess.DEVNULL,
                             start_new_session=True, text=True)

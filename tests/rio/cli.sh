@@ -11,7 +11,7 @@ fail() { echo "cli: FAILED: $*"; exit 1; }
 head -c 40 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/secret"
 printf short >"$work/short"
 mkdir "$work/root"
-ok=(--root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/secret")
+ok=(--root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/secret" --allow-root)
 # expect STATUS ARGS...: exit status and exactly one line on stderr
 expect() {
   local want=$1
@@ -38,8 +38,26 @@ expect 2 --root "$work/root" --listen 127.0.0.1:0
 expect 2 --root "$work/root" --listen nocolon --secret-file "$work/secret"
 expect 2 --root "$work/root" --listen 127.0.0.1:99999 --secret-file "$work/secret"
 expect 2 "${ok[@]}" --forward-to 127.0.0.1:1
-expect 1 --root "$work/none" --listen 127.0.0.1:0 --secret-file "$work/secret"
-expect 1 --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/short"
-expect 1 --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/missing"
-expect 1 --forward-to 127.0.0.1:1 --listen 127.0.0.1:0 --secret-file "$work/secret"
+expect 1 --root "$work/none" --listen 127.0.0.1:0 --secret-file "$work/secret" --allow-root
+expect 1 --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/short" --allow-root
+expect 1 --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/missing" --allow-root
+expect 1 --forward-to 127.0.0.1:1 --listen 127.0.0.1:0 --secret-file "$work/secret" --allow-root
+expect 2 "${ok[@]}" --auth-timeout 0
+expect 2 "${ok[@]}" --auth-timeout 61
+expect 2 "${ok[@]}" --max-unauth-per-peer 0
+expect 2 "${ok[@]}" --user no-such-user-pario
+# As root: neither --user nor --allow-root is refused, saying what to give; --user root too.
+# As another user: --user naming someone else is refused (only root switches users).
+if [ "$(id -u)" = 0 ]; then
+  expect 2 --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/secret"
+  grep -q "refusing to run as root: give --user NAME .* or --allow-root" "$work/err" || fail "root refusal: $(cat "$work/err")"
+  expect 2 --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/secret" --user root
+  if command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+    chmod 755 "$work" && chmod 644 "$work/secret"
+    st=0
+    setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups "$server" --root "$work/root" --listen 127.0.0.1:0 \
+      --secret-file "$work/secret" --user root >/dev/null 2>"$work/err" </dev/null || st=$?
+    [ "$st" = 2 ] && grep -q "only root can switch users" "$work/err" || fail "non-root --user root: $st $(cat "$work/err")"
+  fi
+fi
 echo "cli: passed"

@@ -18,7 +18,7 @@ stop_all() {
 trap stop_all EXIT
 rio_server_start "$server" "$work"
 # --merge-wait 1000: a loaded machine must not turn the merge into a timeout (which is only slower)
-"$server" --forward-to "127.0.0.1:$RIO_PORT" --listen 127.0.0.1:0 --secret-file "$RIO_SECRET" --log-level debug \
+"$server" --forward-to "127.0.0.1:$RIO_PORT" --listen 127.0.0.1:0 --secret-file "$RIO_SECRET" --allow-root --log-level debug \
   --merge-wait 1000 \
   > >(sed -u -n '1s/.*://p' > "$work/fport") 2>>"$work/forwarder.log" &
 FWD_PID=$!

@@ -35,7 +35,7 @@ rm -rf "$work"
 mkdir -p "$work/root"
 secret=$work/secret
 (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$secret")
-ip netns exec "$srv" "$server" --root "$work/root" --secret-file "$secret" --listen "$saddr:0" \
+ip netns exec "$srv" "$server" --root "$work/root" --secret-file "$secret" --listen "$saddr:0" --allow-root \
   > >(sed -u -n '1s/.*://p' > "$work/port") 2>"$work/server.log" &
 spid=$!
 for _ in $(seq 200); do [ -s "$work/port" ] && break; sleep 0.05; done

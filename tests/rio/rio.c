@@ -21,8 +21,11 @@
  *                  them: every rank gets MPI_ERR_IO naming the file; after DIR/restarted
  *                  appears, a new open works
  *   fault_nb URL DIR  the same with rounds of 512 nonblocking 4 KiB writes in flight: the
- *                  error arrives at MPI_Wait */
+ *                  error arrives at MPI_Wait
+ *   perm URL DIR   the hint file_perm 4777 on a created file: the server (its root DIR)
+ *                  makes it without setuid/setgid/sticky bits */
 #define _POSIX_C_SOURCE 200809L
+#include <sys/stat.h>
 #include <time.h>
 
 #include "../mpi/harness.h"
@@ -647,6 +650,29 @@ static void fault(const char *url, const char *dir, int nb) {
   free(buf);
 }
 
+/* A client asks for a setuid file (file_perm 4777): pario-server never makes one (issue 31). */
+static void perm(const char *url, const char *dir) {
+  char path[1024], local[1024];
+  snprintf(path, sizeof path, "%s/perm.%d", url, (int)getpid());
+  MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+  snprintf(local, sizeof local, "%s/%s", dir, strrchr(path, '/') + 1);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "file_perm", "4777");
+  MPI_File fh;
+  int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  CHECK(rc == MPI_SUCCESS, "open %s with file_perm 4777", path);
+  if (rc == MPI_SUCCESS) MPI_File_close(&fh);
+  MPI_Info_free(&info);
+  struct stat st;
+  if (rank == 0) {
+    CHECK(stat(local, &st) == 0, "%s exists", local);
+    CHECK((st.st_mode & 07000) == 0 && (st.st_mode & 0700) == 0700, "created as %o: no setuid/setgid/sticky",
+          (unsigned)(st.st_mode & 07777));
+    unlink(local);
+  }
+}
+
 int main(int argc, char **argv) {
   start(&argc, &argv);
   rank = t_rank;
@@ -663,6 +689,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "fault") && argc > 3) fault(argv[2], argv[3], 0);
   else if (!strcmp(mode, "fault_nb") && argc > 3) fault(argv[2], argv[3], 1);
   else if (!strcmp(mode, "collw") && argc > 3) collw(argv[2], argv[3]);
+  else if (!strcmp(mode, "perm") && argc > 3) perm(argv[2], argv[3]);
   else CHECK(0, "usage: rio basic|noncontig|hpio|lazy|gen|split|inflight|submit|fault|fault_nb|collw URL [DIR|HOW]");
   return finish("rio");
 }

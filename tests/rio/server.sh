@@ -10,7 +10,7 @@ rio_server_start() {
   fi
   rm -f "$work/port"
   # pario-server prints HOST:PORT as its first line once it accepts connections
-  "$server" --root "$RIO_ROOT" --secret-file "$RIO_SECRET" --listen "127.0.0.1:$port" \
+  "$server" --root "$RIO_ROOT" --secret-file "$RIO_SECRET" --listen "127.0.0.1:$port" --allow-root \
     ${RIO_SERVER_ARGS:-} > >(sed -u -n '1s/.*://p' > "$work/port") 2>>"$work/server.log" &
   RIO_PID=$!
   for _ in $(seq 200); do

@@ -9,7 +9,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/pario-trace.XXXXXX")
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 head -c 48 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/secret"
 mkdir "$work/root" "$work/trace"
-"$server" --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/secret" --trace "$work/trace" \
+"$server" --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/secret" --allow-root --trace "$work/trace" \
   >"$work/out" 2>"$work/log" &
 pid=$!
 for _ in $(seq 200); do grep -q ':[0-9]*$' "$work/out" 2>/dev/null && break; sleep 0.05; done

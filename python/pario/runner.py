@@ -22,11 +22,14 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Set, TextIO, Tuple
+
+import psutil
 
 from .benchargs import bench_argv
 from .launch import Launcher
@@ -84,7 +87,7 @@ def estimate_left(done: Sequence[RunRecord], remaining: Sequence[PlannedRun]) ->
         return None
 
     def mean(rs: Sequence[RunRecord]) -> float:   # a run costs its settle step too
-        return sum(r.elapsed + r.settle for r in rs) / len(rs)
+        return statistics.fmean(r.elapsed + r.settle for r in rs)
 
     overall = mean(timed)
     by_suite: Dict[str, List[RunRecord]] = {}
@@ -310,24 +313,20 @@ class Runner:
 
 
 def _processes() -> Optional[Dict[int, Tuple[int, int]]]:
-    """pid -> (parent pid, process group) of every live process (zombies left out), from /proc;
-    None where there is no /proc."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return None
+    """pid -> (parent pid, process group) of every live process (zombies left out), from
+    psutil; None where it cannot list processes."""
     out: Dict[int, Tuple[int, int]] = {}
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 2 and fields[0] not in ("Z", "X"):
-            out[int(name)] = (int(fields[1]), int(fields[2]))
+    try:
+        procs = psutil.process_iter(["ppid", "status"])
+        for p in procs:
+            if p.info["status"] in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD) or p.info["ppid"] is None:
+                continue
+            try:
+                out[p.pid] = (p.info["ppid"], os.getpgid(p.pid))
+            except (ProcessLookupError, PermissionError):
+                continue  # gone, or not ours to see
+    except psutil.Error:
+        return None
     return out
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -145,11 +146,8 @@ def regime_of(params: dict) -> str:
 
 def median(values: Iterable[float]) -> Optional[float]:
     """Median (the mean of the two middle values for an even count); None when empty."""
-    vals = sorted(values)
-    if not vals:
-        return None
-    k = len(vals) // 2
-    return vals[k] if len(vals) % 2 else (vals[k - 1] + vals[k]) / 2
+    vals = list(values)
+    return statistics.median(vals) if vals else None
 
 
 @dataclass
@@ -195,7 +193,7 @@ class Group:
 
     def mean(self, metric: str) -> Optional[float]:
         vals = self.values(metric)
-        return sum(vals) / len(vals) if vals else None
+        return statistics.fmean(vals) if vals else None
 
     def median(self, metric: str) -> Optional[float]:
         return median(self.values(metric))
@@ -424,10 +422,9 @@ def compare(groups: Iterable[Group]) -> List[Comparison]:
 
 
 def geomean(values: Iterable[float]) -> Optional[float]:
+    """Geometric mean of the positive, finite values; None when there is none."""
     vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
-    if not vals:
-        return None
-    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+    return statistics.geometric_mean(vals) if vals else None
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:

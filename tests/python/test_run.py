@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 from conftest import FAKE_LAUNCHER
 from pario import SUITES
@@ -157,3 +158,26 @@ def test_help_commands():
     p = subprocess.run([sys.executable, "-m", "pario", "bench", "run", "--help"], capture_output=True, text=True)
     for word in ("--quick", "--ranks", "--mpi", "--impl", "--out", "--launcher", "exit status"):
         assert word in p.stdout
+
+
+def test_kill_group_stops_descendants_that_left_the_group():
+    """A launch whose children call setsid() (MPICH's hydra proxy and ranks do) leaves its
+    process group: kill_group still finds them through the process tree (psutil) and stops
+    every one."""
+    import psutil
+    from pario.runner import job_processes, kill_group
+    proc = subprocess.Popen(["sh", "-c", "setsid sleep 60 & sleep 60 & wait"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while len(job_processes(proc.pid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        job = job_processes(proc.pid)
+        assert len(job) >= 3, job                     # sh, the sleep in the group, the setsid one
+        outside = [p for p in job if os.getpgid(p) != proc.pid]
+        assert outside, "the setsid child should have left the group"
+        kill_group(proc, grace=1.0)
+        alive = [p for p in job if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        assert not alive, alive
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -216,7 +216,6 @@ extern int srv_have_openat2; /* tests may force the fallback: 0 */
 /* trace.c: server-side tracing (--trace DIR); the calls cost nothing when it is off. */
 int srv_trace_open(const char *dir, const char *shown, char *why, size_t whylen);
 void srv_trace_close(void);
-int srv_trace_enabled(void);
 void srv_trace_thread(const char *name); /* this thread's name in the trace */
 /* A span from t0 (CLOCK_MONOTONIC ns) to now: cat "net" or "storage", name e.g. "pwrite", or
  * "recv" + type_name -> "recv WRITE"; flow the request id. */

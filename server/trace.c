@@ -34,8 +34,6 @@ static int on;
 static __thread char thread_name[16];
 static __thread int thread_id;
 
-int srv_trace_enabled(void) { return on; }
-
 void srv_trace_thread(const char *name) {
   snprintf(thread_name, sizeof thread_name, "%s", name);
   thread_id = (int)syscall(SYS_gettid);

@@ -129,11 +129,6 @@ def find_bench(mpi: str, build_dir: Optional[str] = None,
     return None
 
 
-def find_benches(mpis, build_dir: Optional[str] = None,
-                 environ: Optional[Mapping[str, str]] = None) -> Dict[str, Optional[BenchInstall]]:
-    return {m: find_bench(m, build_dir, environ) for m in mpis}
-
-
 def bench_version(bench: str, timeout: float = 15.0, env: Optional[Mapping[str, str]] = None) -> Optional[str]:
     """First line of `pario-bench --version` ("pario-bench 0.1.0 (built for MPICH 4.0.2)"), or
     None when this pario-bench has no such option (older builds) or does not answer."""

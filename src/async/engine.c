@@ -25,6 +25,8 @@ typedef struct engine_file {
 } engine_file;
 
 static engine_file *state_of(const pario_file *f) { return pario_layer_state(f, PARIO_SLOT_ASYNC); }
+/* 1 when operations really run in the background (the MPI provides MPI_THREAD_MULTIPLE). */
+static int engine_async(void);
 
 typedef struct pario_job job;
 struct pario_job {
@@ -178,7 +180,7 @@ static void submitted_done(void *arg, int code, MPI_Count bytes) {
  * sent by the calling thread now and completed by the driver when its replies arrive, with no
  * worker thread and no bound on how many are in flight. 1 when started. */
 static int try_submit(job *j) {
-  if (!j->f->drv->submit || j->coll || j->req == MPI_REQUEST_NULL || !pario_engine_async()) return 0;
+  if (!j->f->drv->submit || j->coll || j->req == MPI_REQUEST_NULL || !engine_async()) return 0;
   j->submitted = 1;
   j->started_at = PARIO_TRACE_T0();
   if (pario_access_submit(j->f, &j->snap, j->op, j->rw, j->pos, j->buf, j->count, j->type, submitted_done, j))
@@ -242,7 +244,7 @@ static void *worker(void *arg) {
 }
 
 /* The thread level cannot change after MPI_Init: asked once, not per submit. */
-int pario_engine_async(void) {
+static int engine_async(void) {
   static int level = -1;
   int l = __atomic_load_n(&level, __ATOMIC_RELAXED);
   if (l < 0) {
@@ -312,7 +314,7 @@ static int submit(pario_file *f, const pario_snap *s, const char *op, int rw, MP
   }
   ef->pending++;
   if (coll) j->ticket = ef->coll_ticket++;
-  if (!pario_engine_async()) {
+  if (!engine_async()) {
     pthread_mutex_unlock(&q_lock);
     run(j); /* no MPI_THREAD_MULTIPLE: complete inside the call */
     return MPI_SUCCESS;

@@ -48,7 +48,4 @@ void pario_engine_wait_some(int n, const MPI_Request *reqs);
  * events) and its file's id, and 1; else 0. Look it up before the host frees the request. */
 int pario_engine_request_job(MPI_Request r, uint64_t *job_id, unsigned long long *file);
 
-/* 1 when operations really run in the background (the MPI provides MPI_THREAD_MULTIPLE). */
-int pario_engine_async(void);
-
 #endif

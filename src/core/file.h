@@ -113,7 +113,6 @@ int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype 
                    MPI_Datatype filetype, const char *datarep, MPI_Info info);
 /* Views are shared by the file and the operations started under them: reference counted. */
 pario_view *pario_view_new(void); /* the default view (etype and filetype MPI_BYTE), held once */
-void pario_view_hold(pario_view *v);
 void pario_view_drop(pario_view *v);
 /* Make the hints say what is in effect (cb_nodes within the rank count, write sieving off
  * where byte-range locks do not work); after open, set_info and set_view. */

@@ -193,7 +193,7 @@ int pario_hints_to_info(const pario_hints *h, int nodes, MPI_Info *info) {
   return MPI_SUCCESS;
 }
 
-void pario_hints_shared_pack(const pario_hints *h, long long *v) {
+static void shared_pack(const pario_hints *h, long long *v) {
   v[0] = h->cb_buffer_size;
   v[1] = h->cb_nodes_given ? h->cb_nodes : -h->cb_nodes; /* the sign: given or default */
   v[2] = h->romio_cb_read;
@@ -203,7 +203,7 @@ void pario_hints_shared_pack(const pario_hints *h, long long *v) {
   memcpy(&v[6], h->sharedfp, 2 * sizeof(long long));
 }
 
-void pario_hints_shared_unpack(pario_hints *h, const long long *v) {
+static void shared_unpack(pario_hints *h, const long long *v) {
   h->cb_buffer_size = v[0];
   h->cb_nodes = (int)(v[1] < 0 ? -v[1] : v[1]);
   h->cb_nodes_given = v[1] > 0;
@@ -225,13 +225,13 @@ int pario_hints_agree(MPI_Comm comm, pario_hints *h, long long *extra, int nextr
   if (nextra > MAXEXTRA) return MPI_ERR_INTERN;
   PMPI_Comm_rank(comm, &rank);
   if (rank == 0) {
-    pario_hints_shared_pack(h, v);
+    shared_pack(h, v);
     for (int i = 0; i < nextra; i++) v[PARIO_HINTS_SHARED + i] = extra[i];
   }
   MPI_Request r;
   if (PMPI_Ibcast(v, PARIO_HINTS_SHARED + nextra, MPI_LONG_LONG, 0, comm, &r) != MPI_SUCCESS) return MPI_ERR_OTHER;
   pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
-  pario_hints_shared_unpack(h, v);
+  shared_unpack(h, v);
   for (int i = 0; i < nextra; i++) extra[i] = v[PARIO_HINTS_SHARED + i];
   return MPI_SUCCESS;
 }

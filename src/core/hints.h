@@ -53,8 +53,6 @@ void pario_hints_update(pario_hints *h, MPI_Info info);
  * the two-phase plan, and pario_sharedfp): packed into PARIO_HINTS_SHARED numbers so that
  * every rank can adopt rank 0's values. */
 enum { PARIO_HINTS_SHARED = 8 };
-void pario_hints_shared_pack(const pario_hints *h, long long *v);
-void pario_hints_shared_unpack(pario_hints *h, const long long *v);
 /* Every rank of comm adopts rank 0's shared hints; extra (up to 4 values) travels with them
  * from rank 0 in the same broadcast. Collective. MPI_SUCCESS or an error class. */
 int pario_hints_agree(MPI_Comm comm, pario_hints *h, long long *extra, int nextra);

@@ -47,7 +47,7 @@ pario_view *pario_view_new(void) {
   return v;
 }
 
-void pario_view_hold(pario_view *v) { __atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED); }
+static void view_hold(pario_view *v) { __atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED); }
 
 /* The last holder frees the view (a worker thread may, when a job outlives set_view). */
 void pario_view_drop(pario_view *v) {
@@ -57,14 +57,14 @@ void pario_view_drop(pario_view *v) {
 void pario_snap_take(pario_file *f, pario_snap *s) {
   pthread_mutex_lock(&f->lock);
   s->view = f->view;
-  pario_view_hold(s->view);
+  view_hold(s->view);
   s->atomic = f->atomic;
   pthread_mutex_unlock(&f->lock);
 }
 
 void pario_snap_copy(const pario_snap *from, pario_snap *to) {
   *to = *from;
-  pario_view_hold(to->view);
+  view_hold(to->view);
 }
 
 void pario_snap_drop(pario_snap *s) {

@@ -595,9 +595,6 @@ static int convert_named(MPI_Datatype t, const void *from, void *to, size_t coun
 int pario_ext32_encode_ex(MPI_Datatype t, const void *native, void *ext, size_t count, size_t *narrowed) {
   return convert_named(t, native, ext, count, narrowed, 1);
 }
-int pario_ext32_decode_ex(MPI_Datatype t, const void *ext, void *native, size_t count, size_t *narrowed) {
-  return convert_named(t, ext, native, count, narrowed, 0);
-}
 int pario_ext32_encode(MPI_Datatype t, const void *native, void *ext, size_t count) {
   return convert_named(t, native, ext, count, NULL, 1);
 }

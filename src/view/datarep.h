@@ -58,13 +58,11 @@ int pario_ext32_size(MPI_Datatype named, MPI_Offset *size);
 
 /* Convert count items of a predefined datatype: native holds them at the type's native
  * extent (MPI_DOUBLE_INT: 16 bytes apart), ext holds them packed (12 bytes apart). native and
- * ext must not overlap. The _ex forms add, when narrowed is not NULL, the number of values
+ * ext must not overlap. The _ex form adds, when narrowed is not NULL, the number of values
  * that did not fit their destination and were truncated. */
 int pario_ext32_encode(MPI_Datatype named, const void *native, void *ext, size_t count);
 int pario_ext32_decode(MPI_Datatype named, const void *ext, void *native, size_t count);
 int pario_ext32_encode_ex(MPI_Datatype named, const void *native, void *ext, size_t count,
-                          size_t *narrowed);
-int pario_ext32_decode_ex(MPI_Datatype named, const void *ext, void *native, size_t count,
                           size_t *narrowed);
 
 /* How one item of a basic type converts (internal to datarep.c; stored in the runs). */

@@ -63,14 +63,30 @@ static int sock_recv(srv_conn *c, void *buf, size_t n, uint64_t deadline) {
   return 0;
 }
 
+#define PACE_BYTES (1ull << 20)
+
+void srv_pace_start(srv_pace *p) {
+  p->deadline = srv_now_ns() + (uint64_t)srv->cfg.send_timeout * 1000000000ull;
+  p->credit = PACE_BYTES;
+}
+
+int srv_pace_sent(srv_pace *p, size_t n) {
+  if (n >= p->credit) return srv_pace_start(p), 0;
+  p->credit -= n;
+  return srv_now_ns() > p->deadline ? (errno = ETIMEDOUT, -1) : 0;
+}
+
 static int sock_send(srv_conn *c, const void *buf, size_t n) {
   const uint8_t *p = buf;
+  srv_pace pace;
+  srv_pace_start(&pace);
   while (n > 0) {
     ssize_t r = send(c->fd, p, n, MSG_NOSIGNAL);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return -1; /* includes SO_SNDTIMEO expiring: a client that stopped reading */
     p += r;
     n -= (size_t)r;
+    if (n && srv_pace_sent(&pace, (size_t)r)) return -1;
   }
   return 0;
 }
@@ -214,9 +230,13 @@ void srv_send_job(srv_conn *c, srv_job *j) {
 
 /* The sender failed: the client went away or left its replies unread for --send-timeout. */
 static void sender_failed(srv_conn *c, int err) {
-  if (!srv_dead(c) && (err == EAGAIN || err == EWOULDBLOCK || err == ETIMEDOUT))
+  if (srv_dead(c)) return;
+  if (err == EAGAIN || err == EWOULDBLOCK || err == ETIMEDOUT)
     srv_log(LOG_WARN, "conn %llu (%s): replies unread for %d s (send timeout); closing",
             (unsigned long long)c->serial, c->peer, srv->cfg.send_timeout);
+  else
+    srv_log(LOG_INFO, "conn %llu (%s): sending a reply failed: %s; closing", (unsigned long long)c->serial, c->peer,
+            strerror(err));
   srv_set_dead(c);
   c->io->shutdown(c); /* the reader stops too */
   wake_reader(c);
@@ -237,7 +257,7 @@ static void *sender_main(void *arg) {
     pthread_mutex_unlock(&c->send_mu);
     int r = -1;
     if (!srv_dead(c)) r = e->job ? srv_read_send(e->job) : c->io->send(c, e->data + e->pos, e->len - e->pos);
-    if (r && !srv_dead(c)) sender_failed(c, errno);
+    if (r) sender_failed(c, errno);
     if (e->job) srv_job_done(e->job);
     uint64_t before = __atomic_fetch_sub(&c->oq_bytes, e->len - e->pos, __ATOMIC_RELAXED);
     if (before > OUTQ_CAP && before - (e->len - e->pos) <= OUTQ_CAP) wake_reader(c); /* room again */
@@ -295,13 +315,13 @@ void srv_log_fd_exhausted(const char *op, int err) {
 }
 
 /* The accepted socket's limits: a reply unread for --send-timeout fails the sender's send
- * (SO_SNDTIMEO), data unacknowledged as long fails the connection (TCP_USER_TIMEOUT: a peer
+ * (SO_SNDTIMEO), data unacknowledged 5 s longer fails the connection (TCP_USER_TIMEOUT: a peer
  * that vanished while the server had data in flight is otherwise retried for 15-20 minutes),
  * and keepalive probes notice a vanished peer on an idle connection. */
 static void tune_socket(srv_conn *c) {
   if (c->fd < 0) return;
   int one = 1, idle = 60, intvl = 10, cnt = 6;
-  unsigned user_ms = (unsigned)srv->cfg.send_timeout * 1000u;
+  unsigned user_ms = (unsigned)srv->cfg.send_timeout * 1000u + 5000u; /* after SO_SNDTIMEO: its log line */
   struct timeval tv = {srv->cfg.send_timeout, 0};
   setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
@@ -529,9 +549,9 @@ static int over_budget(const srv_conn *c, uint32_t len, uint64_t budget) {
 static int check_read_body(srv_conn *c, const rio_hdr *h, const uint8_t *body) {
   rio_rd rd = rio_rd_init(body + 20, 4); /* the reader admitted at least RIO_IO_HDR bytes */
   uint32_t nseg = rio_get_u32(&rd);
-  if (nseg > srv->cfg.max_segments) return proto_error(c, h->id, RIO_ETOOBIG, "READ: more segments than max_segments"), -1;
   if (rio_io_hdr_bytes(nseg) != h->len)
     return proto_error(c, h->id, RIO_EPROTO, "READ: segment count does not fit the body"), -1;
+  if (nseg > srv->cfg.max_segments) return proto_error(c, h->id, RIO_ETOOBIG, "READ: more segments than max_segments"), -1;
   return 0; /* the values (a segment past 2^63, a READ over max_request) are the worker's to refuse */
 }
 

@@ -48,7 +48,15 @@ static void budget_init(void) {
 }
 
 /* Whether this connection and the server may hold one more handle: 0, or refused (EBUSY, with
- * a message) and 1. Checked before the file is opened. */
+ * a message) and 1. Checked before the file is opened. The last quarter of the budget is kept
+ * for connections that hold fewer than FEW_HANDLES: clients that open many files cannot take
+ * every descriptor from a newcomer. */
+#define FEW_HANDLES 4
+static int budget_spent(uint32_t open) {
+  int used = __atomic_load_n(&srv->fds_open, __ATOMIC_RELAXED);
+  return used >= srv->fd_budget || (open >= FEW_HANDLES && used >= srv->fd_budget - srv->fd_budget / 4);
+}
+
 static int handle_room(srv_job *j) {
   pthread_once(&budget_once, budget_init);
   srv_conn *c = j->c;
@@ -59,7 +67,7 @@ static int handle_room(srv_job *j) {
   char msg[96];
   if (open >= (uint32_t)srv->cfg.max_handles)
     snprintf(msg, sizeof msg, "too many open handles on this connection (max %d)", srv->cfg.max_handles);
-  else if (__atomic_load_n(&srv->fds_open, __ATOMIC_RELAXED) >= srv->fd_budget)
+  else if (budget_spent(open))
     snprintf(msg, sizeof msg, "server descriptor budget exhausted");
   else
     return 0;
@@ -479,6 +487,8 @@ static int send_zeros(srv_conn *c, uint64_t n) {
  * The caller is the connection's sender and has sent the reply's head with MSG_MORE. -1 if the stream broke. */
 static int sendfile_read(srv_job *j, const rio_io_req *io, uint64_t done) {
   srv_conn *c = j->c;
+  srv_pace pace;
+  srv_pace_start(&pace);
   for (uint32_t i = 0; i < io->nseg && done > 0; i++) {
     uint64_t off, len;
     rio_seg_at(io, i, &off, &len);
@@ -493,6 +503,7 @@ static int sendfile_read(srv_job *j, const rio_io_req *io, uint64_t done) {
       srv_trace_span("storage", "sendfile", NULL, t0, (uint64_t)k, off, j->h.id);
       if (k == 0) return send_zeros(c, done); /* the file ended under us */
       off += (uint64_t)k, len -= (uint64_t)k, done -= (uint64_t)k;
+      if (done && srv_pace_sent(&pace, (size_t)k)) return -1;
     }
   }
   return 0;
@@ -697,21 +708,25 @@ static int pipe_drain(srv_conn *c, size_t n) {
   return 0;
 }
 
-/* n bytes of the stream to the file at off. 0 (with *err the errno of a failed file write,
- * the rest of the n bytes then dropped), or -1 when the stream broke or timed out. */
-static int splice_chunk(srv_conn *c, int fd, uint64_t off, size_t n, uint64_t deadline, int *err) {
+/* n bytes of the stream to the file at off; *done counts those written. 0 (with *err the errno
+ * of a failed file write, the rest of the n bytes then dropped), or -1 when the stream broke or
+ * the frame's deadline passed. The socket is polled before each splice: a splice from a
+ * blocking socket waits for data without any deadline (SPLICE_F_NONBLOCK is the pipe's), which
+ * held a dead client's connection until TCP gave up. */
+static int splice_chunk(srv_conn *c, int fd, uint64_t off, size_t n, uint64_t deadline, int *err, uint64_t *done) {
   while (n > 0) {
+    uint64_t now = srv_now_ns();
+    if (now >= deadline) return errno = ETIMEDOUT, -1;
+    struct pollfd p = {c->fd, POLLIN, 0};
+    int pr = poll(&p, 1, (int)((deadline - now) / 1000000 + 1));
+    if (pr < 0 && errno != EINTR) return -1;
+    if (pr <= 0) continue;
     size_t want = n < c->pipe_cap ? n : c->pipe_cap;
     ssize_t k = splice(c->fd, NULL, c->pipe[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (k == 0) return errno = ECONNRESET, -1; /* the client closed the connection */
     if (k < 0) {
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN) return -1;
-      uint64_t now = srv_now_ns();
-      if (now >= deadline) return errno = ETIMEDOUT, -1; /* the frame's, not this chunk's */
-      struct pollfd p = {c->fd, POLLIN, 0};
-      if (poll(&p, 1, (int)((deadline - now) / 1000000 + 1)) < 0 && errno != EINTR) return -1;
-      continue;
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return -1;
     }
     size_t left = (size_t)k;
     while (left > 0 && !*err) {
@@ -719,7 +734,7 @@ static int splice_chunk(srv_conn *c, int fd, uint64_t off, size_t n, uint64_t de
       ssize_t w = splice(c->pipe[0], NULL, fd, &o, left, SPLICE_F_MOVE);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) *err = w < 0 ? errno : EIO;
-      else left -= (size_t)w, off += (uint64_t)w;
+      else left -= (size_t)w, off += (uint64_t)w, *done += (uint64_t)w;
     }
     if (left && pipe_drain(c, left)) return -1;
     n -= (size_t)k;
@@ -763,14 +778,13 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const rio_io_req *io, uint64
       if (st == RIO_OK && n >= SPLICE_MIN && !early && splice_ready(c)) {
         int werr = 0;
         srv_emulate_disk(n);
-        if (splice_chunk(c, hd->fd, off, n, deadline, &werr)) {
+        if (splice_chunk(c, hd->fd, off, n, deadline, &werr, &done)) {
           write_broken(c, h, done);
           srv_handle_put(c, hd);
           return -1;
         }
         srv_trace_span("storage", "splice", NULL, t0, n, off, h->id);
         if (werr) st = st_errno(werr);
-        else done += n;
         off += n, len -= n;
         continue;
       }

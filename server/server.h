@@ -153,6 +153,14 @@ void srv_send_job(srv_conn *c, struct srv_job *j);
 uint64_t srv_out_free(const srv_conn *c); /* room left in the output queue's budget */
 void srv_sender_start(srv_conn *c);
 void srv_sender_stop(srv_conn *c);
+/* The sender's pace: each MiB of a reply must leave within --send-timeout. SO_SNDTIMEO alone
+ * restarts with every partial send, so a client that takes a few KiB per timeout held on for
+ * ever. srv_pace_sent: 0, or -1 (errno ETIMEDOUT) when the client is too slow. */
+typedef struct srv_pace {
+  uint64_t deadline, credit;
+} srv_pace;
+void srv_pace_start(srv_pace *p);
+int srv_pace_sent(srv_pace *p, size_t n);
 /* Descriptor exhaustion (EMFILE/ENFILE) in op, logged at most once a second with a count. */
 void srv_log_fd_exhausted(const char *op, int err);
 /* Reply helpers (through the output path). */

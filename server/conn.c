@@ -260,7 +260,7 @@ static void *sender_main(void *arg) {
     if (r) sender_failed(c, errno);
     if (e->job) srv_job_done(e->job);
     uint64_t before = __atomic_fetch_sub(&c->oq_bytes, e->len - e->pos, __ATOMIC_RELAXED);
-    if (before > OUTQ_CAP && before - (e->len - e->pos) <= OUTQ_CAP) wake_reader(c); /* room again */
+    if (before >= OUTQ_CAP && before - (e->len - e->pos) < OUTQ_CAP) wake_reader(c); /* room again */
     free(e);
     pthread_mutex_lock(&c->send_mu);
     c->sending = 0;
@@ -279,6 +279,7 @@ static void out_drain(srv_conn *c) {
 }
 
 void srv_sender_start(srv_conn *c) {
+  if (srv->cfg.threads == 0) return; /* no pool (the fuzzer): each reply is sent where it is made */
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setstacksize(&at, 256 * 1024);
@@ -627,7 +628,9 @@ void srv_conn_serve(srv_conn *c) {
       uint64_t t0 = srv_now_ns();
       if (r < 0) srv_log(LOG_WARN, "conn %llu (%s): truncated frame header; closing", (unsigned long long)c->serial,
                          c->peer);
-      if (r != 0 || one_request(c, hb, t0, deadline) != 0 || srv_dead(c)) break;
+      if (r != 0 || __atomic_load_n(&c->stop_reading, __ATOMIC_ACQUIRE) || one_request(c, hb, t0, deadline) != 0 ||
+          srv_dead(c))
+        break;
     }
     srv_out_flush(c); /* replies made before the end, e.g. before a protocol error */
     out_drain(c);

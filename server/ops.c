@@ -185,10 +185,15 @@ static int bad_body(srv_job *j, int e) {
     srv_log(LOG_WARN, "conn %llu (%s): protocol error: malformed request body (type %u); closing",
             (unsigned long long)j->c->serial, j->c->peer, j->h.type);
     srv_reply_error(j->c, j->h.id, RIO_EPROTO, "malformed request body");
-    pthread_mutex_lock(&j->c->mu);
-    srv_set_dead(j->c);
-    pthread_mutex_unlock(&j->c->mu);
-    j->c->io->shutdown(j->c);
+    /* The reader stops before its next frame (SHUT_RD wakes it from a read) and sends what is
+     * queued, this ERROR included, before the end. */
+    __atomic_store_n(&j->c->stop_reading, 1, __ATOMIC_RELEASE);
+    if (j->c->fd < 0 || shutdown(j->c->fd, SHUT_RD)) {
+      pthread_mutex_lock(&j->c->mu);
+      srv_set_dead(j->c);
+      pthread_mutex_unlock(&j->c->mu);
+      j->c->io->shutdown(j->c);
+    }
   } else {
     srv_reply(j->c, j->h.type, j->h.id, e, NULL, 0);
   }

@@ -91,6 +91,8 @@ struct srv_conn {
   int inflight;            /* jobs queued or running, parked locks included */
   uint64_t queued_bytes;   /* their bodies' bytes (bounded per connection) */
   int dead;                /* a send failed or shutdown: stop */
+  int stop_reading;        /* a worker found a malformed body: the reader takes no more frames,
+                            * sends what is queued and ends (atomic) */
   int authed;
   uint64_t serial;         /* connection number for log lines */
   char peer[64];

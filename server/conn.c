@@ -20,9 +20,8 @@
 #define AUTH_TIMEOUT_NS (10ull * 1000000000ull)
 #define QUEUE_BUDGET (16ull << 20) /* per connection: the bytes of the queued request bodies */
 #define OUTQ_CAP (4ull << 20)      /* per connection: reply bytes queued before the reader stops
-                                    * admitting requests and READs go to the sender unread */
-#define SMALL_REPLY 4096           /* replies up to this size are queued even over OUTQ_CAP: at
-                                    * most one per request in flight */
+                                    * admitting requests and READs go to the sender unread; what
+                                    * is already in flight still queues its (small) replies */
 
 /* The deadline of a frame that begins now (its header's first byte has arrived). */
 static uint64_t frame_deadline(void) { return srv_now_ns() + (uint64_t)srv->cfg.frame_timeout * 1000000000ull; }

@@ -1,21 +1,30 @@
 /* One client connection: the socket stream, authentication (only HELLO then AUTH, HMAC-SHA-256),
  * then the frame loop: headers checked against the limits before any allocation, requests to
- * the worker pool (pipelined, replies by id), WRITE data streamed to storage in bounded chunks. */
+ * the worker pool (pipelined, replies by id), WRITE data streamed to storage in bounded chunks,
+ * and the output path: replies leave through a bounded per-connection queue and its sender
+ * thread, so no worker ever waits for a client that does not read. */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "server.h"
 
 #define AUTH_TIMEOUT_NS (5ull * 1000000000ull) /* where the accept loop set no deadline (fuzzer) */
-#define FRAME_TIMEOUT_NS (60ull * 1000000000ull) /* a frame that has begun must keep moving */
-#define MAX_INFLIGHT 64                           /* per connection: bounds the queued bodies */
-#define QUEUE_BUDGET (16ull << 20)                /* ... and their bytes */
+#define QUEUE_BUDGET (16ull << 20) /* per connection: the bytes of the queued request bodies */
+#define OUTQ_CAP (4ull << 20)      /* per connection: reply bytes queued before the reader stops
+                                    * admitting requests and READs go to the sender unread; what
+                                    * is already in flight still queues its (small) replies */
+
+/* The deadline of a frame that begins now (its header's first byte has arrived). */
+static uint64_t frame_deadline(void) { return srv_now_ns() + (uint64_t)srv->cfg.frame_timeout * 1000000000ull; }
 
 uint64_t srv_now_ns(void) {
   struct timespec ts;
@@ -53,14 +62,30 @@ static int sock_recv(srv_conn *c, void *buf, size_t n, uint64_t deadline) {
   return 0;
 }
 
+#define PACE_BYTES (1ull << 20)
+
+void srv_pace_start(srv_pace *p) {
+  p->deadline = srv_now_ns() + (uint64_t)srv->cfg.send_timeout * 1000000000ull;
+  p->credit = PACE_BYTES;
+}
+
+int srv_pace_sent(srv_pace *p, size_t n) {
+  if (n >= p->credit) return srv_pace_start(p), 0;
+  p->credit -= n;
+  return srv_now_ns() > p->deadline ? (errno = ETIMEDOUT, -1) : 0;
+}
+
 static int sock_send(srv_conn *c, const void *buf, size_t n) {
   const uint8_t *p = buf;
+  srv_pace pace;
+  srv_pace_start(&pace);
   while (n > 0) {
     ssize_t r = send(c->fd, p, n, MSG_NOSIGNAL);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return -1; /* includes SO_SNDTIMEO expiring: a client that stopped reading */
     p += r;
     n -= (size_t)r;
+    if (n && srv_pace_sent(&pace, (size_t)r)) return -1;
   }
   return 0;
 }
@@ -99,10 +124,7 @@ uint8_t *srv_out_room(srv_conn *c, size_t n) {
 
 int srv_out_flush(srv_conn *c) {
   if (!c->out_len) return 0;
-  pthread_mutex_lock(&c->send_mu);
-  int r = srv_dead(c) ? -1 : c->io->send(c, c->out, c->out_len);
-  if (r) srv_set_dead(c);
-  pthread_mutex_unlock(&c->send_mu);
+  int r = srv_send2(c, c->out, c->out_len, NULL, 0);
   c->out_len = 0;
   return r;
 }
@@ -115,6 +137,200 @@ static void buffers_start(srv_conn *c) {
   if (!c->out) free(c->in), c->in = NULL; /* unbuffered: slower, not wrong */
 }
 
+/* ---- the output path ------------------------------------------------------------------------- */
+/* An entry of the output queue: bytes still to send, or a READ job the sender streams itself. */
+struct srv_out {
+  struct srv_out *next;
+  srv_job *job;
+  size_t len, pos;
+  uint8_t data[];
+};
+
+static void sender_failed(srv_conn *c, int err);
+
+uint64_t srv_out_free(const srv_conn *c) {
+  uint64_t q = __atomic_load_n(&c->oq_bytes, __ATOMIC_RELAXED);
+  return q < OUTQ_CAP ? OUTQ_CAP - q : 0;
+}
+
+/* A dead connection's reader may wait for room or for its requests: wake it. */
+static void wake_reader(srv_conn *c) {
+  pthread_mutex_lock(&c->mu);
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Under send_mu: append e and wake the sender. */
+static void enqueue(srv_conn *c, struct srv_out *e) {
+  e->next = NULL;
+  if (c->oq_tail) c->oq_tail->next = e;
+  else c->oq_head = e;
+  c->oq_tail = e;
+  __atomic_add_fetch(&c->oq_bytes, e->len - e->pos, __ATOMIC_RELAXED);
+  pthread_cond_broadcast(&c->send_cv); /* the sender; out_drain waits on it too */
+}
+
+/* Under send_mu, nothing queued: as much as a plain socket takes now, without waiting. */
+static size_t send_now(srv_conn *c, const void *a, size_t an, const void *b, size_t bn) {
+  struct iovec v[2] = {{(void *)a, an}, {(void *)b, bn}};
+  struct msghdr m = {.msg_iov = v, .msg_iovlen = bn ? 2 : 1};
+  for (;;) {
+    ssize_t r = sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (r >= 0) return (size_t)r;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) srv_set_dead(c);
+    return 0;
+  }
+}
+
+int srv_send2(srv_conn *c, const void *a, size_t an, const void *b, size_t bn) {
+  pthread_mutex_lock(&c->send_mu);
+  int r = 0;
+  if (srv_dead(c)) {
+    r = -1;
+  } else if (!c->sender_on) { /* before authentication, and the fuzzer: the caller sends */
+    r = c->io->send(c, a, an);
+    if (r == 0 && bn) r = c->io->send(c, b, bn);
+    if (r) srv_set_dead(c);
+  } else {
+    size_t sent = !c->oq_head && !c->sending && c->io == &srv_socket_io ? send_now(c, a, an, b, bn) : 0;
+    struct srv_out *e = srv_dead(c) || sent == an + bn ? NULL : malloc(sizeof *e + an + bn - sent);
+    if (e) {
+      e->job = NULL, e->len = an + bn - sent, e->pos = 0;
+      size_t ka = sent < an ? an - sent : 0;
+      memcpy(e->data, (const uint8_t *)a + an - ka, ka);
+      if (bn) memcpy(e->data + ka, (const uint8_t *)b + (sent > an ? sent - an : 0), e->len - ka);
+      enqueue(c, e);
+    } else if (sent != an + bn) {
+      srv_set_dead(c), r = -1;
+    }
+  }
+  pthread_mutex_unlock(&c->send_mu);
+  return r;
+}
+
+void srv_send_job(srv_conn *c, srv_job *j) {
+  if (!c->sender_on) { /* no sender (the fuzzer, 0 threads: nothing else sends): this thread */
+    if (!srv_dead(c) && srv_read_send(j)) srv_set_dead(c);
+    return srv_job_done(j);
+  }
+  struct srv_out *e = malloc(sizeof *e);
+  if (!e) {
+    srv_log(LOG_ERROR, "conn %llu (%s): no memory to queue a READ reply; closing", (unsigned long long)c->serial,
+            c->peer);
+    sender_failed(c, ENOMEM);
+    return srv_job_done(j);
+  }
+  e->job = j, e->len = e->pos = 0;
+  pthread_mutex_lock(&c->send_mu);
+  enqueue(c, e);
+  pthread_mutex_unlock(&c->send_mu);
+}
+
+/* The sender failed: the client went away or left its replies unread for --send-timeout. */
+static void sender_failed(srv_conn *c, int err) {
+  if (srv_dead(c)) return;
+  if (err == EAGAIN || err == EWOULDBLOCK || err == ETIMEDOUT)
+    srv_log(LOG_WARN, "conn %llu (%s): replies unread for %d s (send timeout); closing",
+            (unsigned long long)c->serial, c->peer, srv->cfg.send_timeout);
+  else
+    srv_log(LOG_INFO, "conn %llu (%s): sending a reply failed: %s; closing", (unsigned long long)c->serial, c->peer,
+            strerror(err));
+  srv_set_dead(c);
+  c->io->shutdown(c); /* the reader stops too */
+  wake_reader(c);
+}
+
+/* The sender: one per authenticated connection, the only thread that may wait on its socket.
+ * A READ job is read and sent here (the pool's worker has gone on); after a failure the
+ * queue is emptied without sending, and its jobs end. */
+static void *sender_main(void *arg) {
+  srv_conn *c = arg;
+  pthread_mutex_lock(&c->send_mu);
+  for (;;) {
+    while (!c->oq_head && !c->sender_stop) pthread_cond_wait(&c->send_cv, &c->send_mu);
+    struct srv_out *e = c->oq_head;
+    if (!e) break;
+    if (!(c->oq_head = e->next)) c->oq_tail = NULL;
+    c->sending = 1;
+    pthread_mutex_unlock(&c->send_mu);
+    int r = -1;
+    if (!srv_dead(c)) r = e->job ? srv_read_send(e->job) : c->io->send(c, e->data + e->pos, e->len - e->pos);
+    if (r) sender_failed(c, errno);
+    if (e->job) srv_job_done(e->job);
+    uint64_t before = __atomic_fetch_sub(&c->oq_bytes, e->len - e->pos, __ATOMIC_RELAXED);
+    if (before >= OUTQ_CAP && before - (e->len - e->pos) < OUTQ_CAP) wake_reader(c); /* room again */
+    free(e);
+    pthread_mutex_lock(&c->send_mu);
+    c->sending = 0;
+    if (!c->oq_head) pthread_cond_broadcast(&c->send_cv); /* out_drain */
+  }
+  pthread_mutex_unlock(&c->send_mu);
+  return NULL;
+}
+
+/* The reader, ending the connection: the replies queued so far leave first (a protocol error's
+ * ERROR among them). Bounded: a client that does not read them fails the sender's send timeout. */
+static void out_drain(srv_conn *c) {
+  pthread_mutex_lock(&c->send_mu);
+  while (c->sender_on && (c->oq_head || c->sending) && !srv_dead(c)) pthread_cond_wait(&c->send_cv, &c->send_mu);
+  pthread_mutex_unlock(&c->send_mu);
+}
+
+void srv_sender_start(srv_conn *c) {
+  if (srv->cfg.threads == 0) return; /* no pool (the fuzzer): each reply is sent where it is made */
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setstacksize(&at, 256 * 1024);
+  pthread_mutex_lock(&c->send_mu);
+  c->sender_on = pthread_create(&c->sender, &at, sender_main, c) == 0; /* else: senders inline */
+  pthread_mutex_unlock(&c->send_mu);
+  pthread_attr_destroy(&at);
+}
+
+/* Once no request is in flight: the queue drains (or is dropped when dead), the sender ends. */
+void srv_sender_stop(srv_conn *c) {
+  if (!c->sender_on) return;
+  pthread_mutex_lock(&c->send_mu);
+  c->sender_stop = 1;
+  pthread_cond_signal(&c->send_cv);
+  pthread_mutex_unlock(&c->send_mu);
+  pthread_join(c->sender, NULL);
+  c->sender_on = 0;
+}
+
+/* A flood of descriptor errors must not flood the log: one line a second, with the count. */
+void srv_log_fd_exhausted(const char *op, int err) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static uint64_t last, quiet;
+  uint64_t now = srv_now_ns();
+  pthread_mutex_lock(&mu);
+  int say = !last || now - last >= 1000000000ull;
+  uint64_t n = quiet;
+  if (say) last = now, quiet = 0;
+  else quiet++;
+  pthread_mutex_unlock(&mu);
+  if (say)
+    srv_log(LOG_WARN, "%s: %s (%llu more since the last such line)", op, strerror(err), (unsigned long long)n);
+}
+
+/* The accepted socket's limits: a reply unread for --send-timeout fails the sender's send
+ * (SO_SNDTIMEO), data unacknowledged 5 s longer fails the connection (TCP_USER_TIMEOUT: a peer
+ * that vanished while the server had data in flight is otherwise retried for 15-20 minutes),
+ * and keepalive probes notice a vanished peer on an idle connection. */
+static void tune_socket(srv_conn *c) {
+  if (c->fd < 0) return;
+  int one = 1, idle = 60, intvl = 10, cnt = 6;
+  unsigned user_ms = (unsigned)srv->cfg.send_timeout * 1000u + 5000u; /* after SO_SNDTIMEO: its log line */
+  struct timeval tv = {srv->cfg.send_timeout, 0};
+  setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+  setsockopt(c->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof user_ms);
+}
+
 /* ---- connection record ------------------------------------------------------------------------ */
 srv_conn *srv_conn_new(int fd, const srv_io *io, const char *peer) {
   srv_conn *c = calloc(1, sizeof *c);
@@ -122,6 +338,7 @@ srv_conn *srv_conn_new(int fd, const srv_io *io, const char *peer) {
   c->fd = fd;
   c->io = io;
   pthread_mutex_init(&c->send_mu, NULL);
+  pthread_cond_init(&c->send_cv, NULL);
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
   snprintf(c->peer, sizeof c->peer, "%s", peer);
@@ -135,6 +352,7 @@ void srv_conn_free(srv_conn *c) {
   free(c->in);
   free(c->out);
   pthread_mutex_destroy(&c->send_mu);
+  pthread_cond_destroy(&c->send_cv);
   pthread_mutex_destroy(&c->mu);
   pthread_cond_destroy(&c->cv);
   free(c);
@@ -159,12 +377,8 @@ int srv_reply(srv_conn *c, unsigned type, uint64_t id, int status, const void *b
   rio_put_status(&w, status);
   size_t first = HL;
   if (n && n <= ONE) memcpy(head + HL, body, n), first += n, n = 0;
-  pthread_mutex_lock(&c->send_mu);
   uint64_t t0 = srv_now_ns();
-  int r = srv_dead(c) ? -1 : c->io->send(c, head, first);
-  if (r == 0 && n) r = c->io->send(c, body, n);
-  if (r != 0) srv_set_dead(c);
-  pthread_mutex_unlock(&c->send_mu);
+  int r = srv_send2(c, head, first, body, n);
   srv_trace_span("net", "send", srv_type_name(type), t0, first + n, 0, id);
   return r;
 }
@@ -254,8 +468,9 @@ static int authenticate(srv_conn *c) {
 
 /* ---- the frame loop ---------------------------------------------------------------------------- */
 /* Wait for the next header; the idle timeout applies only when nothing is in flight. 0, 1 on a
- * clean end (peer closed, idle, shutdown), -1 on a broken frame. */
-static int next_header(srv_conn *c, uint8_t hb[RIO_HDR_SIZE]) {
+ * clean end (peer closed, idle, shutdown), -1 on a broken frame. *deadline: when the frame,
+ * which began with its first byte, must be complete. */
+static int next_header(srv_conn *c, uint8_t hb[RIO_HDR_SIZE], uint64_t *deadline) {
   for (;;) {
     uint64_t idle = (uint64_t)srv->cfg.idle_timeout * 1000000000ull;
     int r = srv_in(c, hb, 1, idle ? srv_now_ns() + idle : 0);
@@ -270,7 +485,8 @@ static int next_header(srv_conn *c, uint8_t hb[RIO_HDR_SIZE]) {
       return 1;
     }
   }
-  return srv_in(c, hb + 1, RIO_HDR_SIZE - 1, srv_now_ns() + FRAME_TIMEOUT_NS) ? -1 : 0;
+  *deadline = frame_deadline();
+  return srv_in(c, hb + 1, RIO_HDR_SIZE - 1, *deadline) ? -1 : 0;
 }
 
 const char *srv_type_name(unsigned t) {
@@ -279,10 +495,18 @@ const char *srv_type_name(unsigned t) {
   return t <= RIO_T_MAX ? n[t] : "unknown";
 }
 
+/* A frame that stopped before its end: the client closed, or it did not finish within
+ * --frame-timeout. Logged; the caller ends the connection. */
+static void frame_broken(srv_conn *c, const rio_hdr *h) {
+  int late = errno == ETIMEDOUT;
+  srv_log(LOG_WARN, "conn %llu (%s): truncated %s frame (%s); closing", (unsigned long long)c->serial, c->peer,
+          srv_type_name(h->type), late ? "not complete within the frame timeout" : "connection ended");
+}
+
 /* A WRITE: the io header and segments in memory, the data streamed by srv_handle_write. */
-static int read_write_req(srv_conn *c, const rio_hdr *h, uint64_t t0) {
+static int read_write_req(srv_conn *c, const rio_hdr *h, uint64_t t0, uint64_t deadline) {
   uint8_t ioh[RIO_IO_HDR];
-  if (h->len < RIO_IO_HDR || srv_in(c, ioh, RIO_IO_HDR, srv_now_ns() + FRAME_TIMEOUT_NS)) return -1;
+  if (h->len < RIO_IO_HDR || srv_in(c, ioh, RIO_IO_HDR, deadline)) return frame_broken(c, h), -1;
   rio_rd rd = rio_rd_init(ioh + 20, 4);
   uint32_t nseg = rio_get_u32(&rd);
   if (nseg > srv->cfg.max_segments) {
@@ -300,24 +524,40 @@ static int read_write_req(srv_conn *c, const rio_hdr *h, uint64_t t0) {
   int r = -1;
   rio_io_req io;
   size_t got;
-  int got_segs = srv_in(c, b + RIO_IO_HDR, hb - RIO_IO_HDR, srv_now_ns() + FRAME_TIMEOUT_NS);
+  int got_segs = srv_in(c, b + RIO_IO_HDR, hb - RIO_IO_HDR, deadline);
   srv_trace_span("net", "recv", "WRITE", t0, RIO_HDR_SIZE + hb, 0, h->id);
   if (got_segs == 0) {
     int e = rio_decode_io(b, hb, h->len, RIO_T_WRITE, srv->cfg.max_segments, &io, &got);
-    if (e) proto_error(c, h->id, e, "WRITE: malformed segment list or data length");
-    else r = srv_handle_write(c, h, b, hb, &io);
+    if (e) proto_error(c, h->id, RIO_EPROTO, "WRITE: malformed segment list or data length");
+    else r = srv_handle_write(c, h, &io, deadline);
+  } else {
+    frame_broken(c, h);
   }
   free(b);
   return r;
 }
 
-/* Under c->mu: whether one more request of len bytes must wait for those in flight. */
+/* Under c->mu: whether one more request of len bytes must wait for those in flight, or for the
+ * client to read the replies already queued. */
 static int over_budget(const srv_conn *c, uint32_t len, uint64_t budget) {
-  return c->inflight >= MAX_INFLIGHT || (c->queued_bytes && c->queued_bytes + len > budget);
+  return c->inflight >= srv->cfg.max_inflight || (c->queued_bytes && c->queued_bytes + len > budget) ||
+         srv_out_free(c) == 0;
+}
+
+/* A READ's body must be what its header says: the segment list fills it exactly and nseg is
+ * within max_segments. Checked by the reader, so a malformed one ends the connection before
+ * any worker sees it. 0, or the protocol error sent. */
+static int check_read_body(srv_conn *c, const rio_hdr *h, const uint8_t *body) {
+  rio_rd rd = rio_rd_init(body + 20, 4); /* the reader admitted at least RIO_IO_HDR bytes */
+  uint32_t nseg = rio_get_u32(&rd);
+  if (rio_io_hdr_bytes(nseg) != h->len)
+    return proto_error(c, h->id, RIO_EPROTO, "READ: segment count does not fit the body"), -1;
+  if (nseg > srv->cfg.max_segments) return proto_error(c, h->id, RIO_ETOOBIG, "READ: more segments than max_segments"), -1;
+  return 0; /* the values (a segment past 2^63, a READ over max_request) are the worker's to refuse */
 }
 
 /* One request: check the header, read the body, dispatch. 0 to go on, -1 to end. */
-static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE], uint64_t t0) {
+static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE], uint64_t t0, uint64_t deadline) {
   rio_hdr h;
   if (rio_hdr_decode(hb, &h) != 0) return proto_error(c, 0, RIO_EPROTO, "bad magic or version"), -1;
   uint64_t lim = rio_request_limit(h.type, 1, srv->cfg.max_request);
@@ -329,9 +569,10 @@ static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE], uint64_t t0)
     proto_error(c, h.id, h.len > lim ? RIO_ETOOBIG : RIO_EPROTO, why);
     return -1;
   }
-  if (h.type == RIO_T_WRITE && !srv->cfg.forward_to) return read_write_req(c, &h, t0);
-  /* Bounded per connection: at most MAX_INFLIGHT requests and QUEUE_BUDGET bytes of their
-   * bodies (a forwarder keeps WRITE data too: twice max_request) wait or run at once. */
+  if (h.type == RIO_T_WRITE && !srv->cfg.forward_to) return read_write_req(c, &h, t0, deadline);
+  /* Bounded per connection: at most max_inflight requests and QUEUE_BUDGET bytes of their
+   * bodies (a forwarder keeps WRITE data too: twice max_request) wait or run at once, and
+   * none is admitted while the output queue is over its budget. */
   uint64_t budget = srv->cfg.forward_to ? 2 * srv->cfg.max_request : QUEUE_BUDGET;
   pthread_mutex_lock(&c->mu);
   if (over_budget(c, h.len, budget) && c->out_len) { /* no reply waits while the reader does */
@@ -345,12 +586,12 @@ static int one_request(srv_conn *c, const uint8_t hb[RIO_HDR_SIZE], uint64_t t0)
   pthread_mutex_unlock(&c->mu);
   srv_job *j = calloc(1, sizeof *j);
   uint8_t *body = malloc(h.len);
-  int got = j && body ? srv_in(c, body, h.len, srv_now_ns() + FRAME_TIMEOUT_NS) : -1;
+  int got = j && body ? srv_in(c, body, h.len, deadline) : -1;
   srv_trace_span("net", "recv", srv_type_name(h.type), t0, RIO_HDR_SIZE + (uint64_t)h.len, 0, h.id);
+  if (got == 0 && h.type == RIO_T_READ && check_read_body(c, &h, body)) got = 1;
   if (got != 0) {
     if (!j || !body) proto_error(c, h.id, RIO_ENOMEM, "out of memory");
-    else srv_log(LOG_WARN, "conn %llu (%s): truncated %s frame; closing", (unsigned long long)c->serial, c->peer,
-                 srv_type_name(h.type));
+    else if (got < 0) frame_broken(c, &h);
     free(j), free(body);
     srv_conn_release(c, h.len);
     return -1;
@@ -370,21 +611,27 @@ void srv_conn_serve(srv_conn *c) {
   snprintf(tn, sizeof tn, "conn %llu", (unsigned long long)c->serial);
   srv_trace_thread(tn);
   srv_log(LOG_DEBUG, "conn %llu (%s): connected", (unsigned long long)c->serial, c->peer);
+  tune_socket(c);
   int ok = c->authed || authenticate(c) == 0; /* preset only by the fuzzer */
   srv_unauth_done(c);
   if (ok) {
     c->authed = 1;
     buffers_start(c);
     srv_log(LOG_INFO, "conn %llu (%s): authenticated", (unsigned long long)c->serial, c->peer);
+    srv_sender_start(c);
     uint8_t hb[RIO_HDR_SIZE];
     for (;;) {
-      int r = next_header(c, hb);
+      uint64_t deadline = 0;
+      int r = next_header(c, hb, &deadline);
       uint64_t t0 = srv_now_ns();
       if (r < 0) srv_log(LOG_WARN, "conn %llu (%s): truncated frame header; closing", (unsigned long long)c->serial,
                          c->peer);
-      if (r != 0 || one_request(c, hb, t0) != 0 || srv_dead(c)) break;
+      if (r != 0 || __atomic_load_n(&c->stop_reading, __ATOMIC_ACQUIRE) || one_request(c, hb, t0, deadline) != 0 ||
+          srv_dead(c))
+        break;
     }
     srv_out_flush(c); /* replies made before the end, e.g. before a protocol error */
+    out_drain(c);
   }
   /* End: no new requests; wait for those in flight (parked locks are cancelled), close handles. */
   pthread_mutex_lock(&c->mu);
@@ -396,6 +643,7 @@ void srv_conn_serve(srv_conn *c) {
   pthread_mutex_lock(&c->mu);
   while (c->inflight > 0) pthread_cond_wait(&c->cv, &c->mu);
   pthread_mutex_unlock(&c->mu);
+  srv_sender_stop(c); /* the replies queued go out (or are dropped when the connection is dead) */
   srv_conn_close_all(c);
   srv_forward_free(c);
   srv_log(LOG_DEBUG, "conn %llu (%s): closed", (unsigned long long)c->serial, c->peer);

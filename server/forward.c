@@ -168,11 +168,7 @@ static void to_client(srv_conn *c, unsigned type, uint64_t id, const void *body,
   uint8_t hb[RIO_HDR_SIZE];
   rio_hdr h = {RIO_VERSION, (uint16_t)(type | RIO_REPLY), 0, (uint32_t)n, id};
   rio_hdr_encode(hb, &h);
-  pthread_mutex_lock(&c->send_mu);
-  int r = srv_dead(c) ? -1 : c->io->send(c, hb, sizeof hb);
-  if (r == 0 && n) r = c->io->send(c, body, n);
-  if (r) srv_set_dead(c);
-  pthread_mutex_unlock(&c->send_mu);
+  srv_send2(c, hb, sizeof hb, body, n); /* through the output queue: never waits for the client */
 }
 
 static int up_request(pending *p, unsigned type, const void *body, size_t n) {

@@ -44,7 +44,12 @@ static void usage(FILE *f) {
           "  --secret-file F       shared secret (>= %d bytes) for HMAC-SHA-256 authentication\n"
           "  --threads N           worker threads (default 4, 1..256)\n"
           "  --max-request BYTES   largest request body (default 64M, 1M..1G; K/M/G suffixes)\n"
-          "  --idle-timeout S      close a connection idle for S seconds (default 0: never)\n"
+          "  --idle-timeout S      close a connection idle for S seconds (default 300; 0: never)\n"
+          "  --frame-timeout S     a request that has begun must arrive whole, WRITE data included,\n"
+          "                        within S seconds (default 30)\n"
+          "  --send-timeout S      drop a client that leaves its replies unread for S seconds (default 60)\n"
+          "  --max-handles N       open handles per connection (default 256)\n"
+          "  --max-inflight N      requests in flight per connection (default 64)\n"
           "  --max-conns N         simultaneous connections (default 256)\n"
           "  --auth-timeout S      TLS handshake, HELLO and AUTH must end within S seconds of the\n"
           "                        connection (default 5, 1..60)\n"
@@ -146,7 +151,8 @@ static void drop_privileges(const srv_config *cfg) {
 
 static void parse_args(int argc, char **argv, srv_config *cfg) {
   enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_FWD, O_CERT, O_KEY,
-         O_TRACE, O_MERGE, O_AUTHTO, O_PEER, O_USER, O_ROOTOK, O_HELP, O_VERSION };
+         O_TRACE, O_MERGE, O_AUTHTO, O_PEER, O_USER, O_ROOTOK, O_FRAME, O_SEND, O_HANDLES, O_INFLIGHT, O_HELP,
+         O_VERSION };
   static const struct option opts[] = {
       {"root", 1, 0, O_ROOT},          {"listen", 1, 0, O_LISTEN},   {"secret-file", 1, 0, O_SECRET},
       {"threads", 1, 0, O_THREADS},    {"max-request", 1, 0, O_MAXREQ}, {"idle-timeout", 1, 0, O_IDLE},
@@ -154,6 +160,8 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
       {"forward-to", 1, 0, O_FWD},     {"tls-cert", 1, 0, O_CERT},   {"tls-key", 1, 0, O_KEY},
       {"trace", 1, 0, O_TRACE},        {"merge-wait", 1, 0, O_MERGE},  {"auth-timeout", 1, 0, O_AUTHTO},
       {"max-unauth-per-peer", 1, 0, O_PEER}, {"user", 1, 0, O_USER},   {"allow-root", 0, 0, O_ROOTOK},
+      {"frame-timeout", 1, 0, O_FRAME}, {"send-timeout", 1, 0, O_SEND}, {"max-handles", 1, 0, O_HANDLES},
+      {"max-inflight", 1, 0, O_INFLIGHT},
           {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
   cfg->threads = 4;
   cfg->max_request = RIO_DEFAULT_MAX_REQUEST;
@@ -161,6 +169,11 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
   cfg->merge_wait_ms = 50;
   cfg->auth_timeout = 5;
   cfg->max_unauth_peer = 8;
+  cfg->idle_timeout = 300;
+  cfg->frame_timeout = 30;
+  cfg->send_timeout = 60;
+  cfg->max_handles = 256;
+  cfg->max_inflight = 64;
   opterr = 0;
   for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
     char why[160];
@@ -175,6 +188,10 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
     case O_THREADS: cfg->threads = (int)parse_int("--threads", optarg, 1, 256); break;
     case O_MAXREQ: cfg->max_request = parse_size("--max-request", optarg); break;
     case O_IDLE: cfg->idle_timeout = (int)parse_int("--idle-timeout", optarg, 0, 86400 * 365); break;
+    case O_FRAME: cfg->frame_timeout = (int)parse_int("--frame-timeout", optarg, 1, 86400); break;
+    case O_SEND: cfg->send_timeout = (int)parse_int("--send-timeout", optarg, 1, 86400); break;
+    case O_HANDLES: cfg->max_handles = (int)parse_int("--max-handles", optarg, 1, 65536); break;
+    case O_INFLIGHT: cfg->max_inflight = (int)parse_int("--max-inflight", optarg, 1, 4096); break;
     case O_MERGE: cfg->merge_wait_ms = (int)parse_int("--merge-wait", optarg, 0, 60000); break;
     case O_CONNS: cfg->max_conns = (int)parse_int("--max-conns", optarg, 1, 65536); break;
     case O_AUTHTO: cfg->auth_timeout = (int)parse_int("--auth-timeout", optarg, 1, 60); break;
@@ -370,8 +387,8 @@ static void accept_one(int lfd) {
   socklen_t sl = sizeof ss;
   int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
   if (fd < 0) {
-    if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-      srv_log(LOG_WARN, "accept: %s", strerror(errno));
+    if (errno == EMFILE || errno == ENFILE) srv_log_fd_exhausted("accept", errno);
+    else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) srv_log(LOG_WARN, "accept: %s", strerror(errno));
     if (errno == EMFILE || errno == ENFILE) usleep(10000);
     return;
   }

@@ -12,13 +12,13 @@
 #include <sys/socket.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "server.h"
 
-#define MAX_HANDLES 4096 /* per connection */
 #define READ_CHUNK (1u << 20)
 #define WRITE_CHUNK (1u << 20)
 #define INLINE_READ (64u << 10) /* READs up to this size may be served by the reader */
@@ -29,6 +29,53 @@
 #define SENDFILE_MIN (64u << 10) /* READ segments at least this large leave by sendfile(2) */
 
 /* ---- handle table ------------------------------------------------------------------------------ */
+/* The descriptors that handles may hold, all connections together: RLIMIT_NOFILE less what the
+ * rest of the server needs (FD_RESERVE: listener, signalfd, stdio, root, trace; per connection
+ * slot its socket and splice pipe; one per worker, which may have opened a file just before its
+ * handle is counted). Past it an OPEN is refused, so a new client can always connect. */
+#define FD_RESERVE 64
+#define FD_PER_CONN 3
+static pthread_once_t budget_once = PTHREAD_ONCE_INIT;
+
+static void budget_init(void) {
+  struct rlimit rl;
+  long long lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (long long)rl.rlim_cur : 1 << 20;
+  long long reserve = FD_RESERVE + FD_PER_CONN * (long long)srv->cfg.max_conns + srv->cfg.threads;
+  long long b = lim - reserve;
+  srv->fd_budget = b < 0 ? 0 : b > INT32_MAX ? INT32_MAX : (int)b;
+  srv_log(b < 16 ? LOG_WARN : LOG_INFO, "descriptor budget for open files: %d (RLIMIT_NOFILE %lld, %lld reserved "
+          "for %d connections)", srv->fd_budget, lim, reserve, srv->cfg.max_conns);
+}
+
+/* Whether this connection and the server may hold one more handle: 0, or refused (EBUSY, with
+ * a message) and 1. Checked before the file is opened. The last quarter of the budget is kept
+ * for connections that hold fewer than FEW_HANDLES: clients that open many files cannot take
+ * every descriptor from a newcomer. */
+#define FEW_HANDLES 4
+static int budget_spent(uint32_t open) {
+  int used = __atomic_load_n(&srv->fds_open, __ATOMIC_RELAXED);
+  return used >= srv->fd_budget || (open >= FEW_HANDLES && used >= srv->fd_budget - srv->fd_budget / 4);
+}
+
+static int handle_room(srv_job *j) {
+  pthread_once(&budget_once, budget_init);
+  srv_conn *c = j->c;
+  pthread_mutex_lock(&c->mu);
+  uint32_t open = 0;
+  for (uint32_t i = 0; i < c->nhandles; i++) open += c->handles[i] != NULL;
+  pthread_mutex_unlock(&c->mu);
+  char msg[96];
+  if (open >= (uint32_t)srv->cfg.max_handles)
+    snprintf(msg, sizeof msg, "too many open handles on this connection (max %d)", srv->cfg.max_handles);
+  else if (budget_spent(open))
+    snprintf(msg, sizeof msg, "server descriptor budget exhausted");
+  else
+    return 0;
+  srv_log(LOG_DEBUG, "conn %llu (%s): open refused: %s", (unsigned long long)c->serial, c->peer, msg);
+  srv_reply_error(c, j->h.id, RIO_EBUSY, msg);
+  return 1;
+}
+
 static uint64_t handle_value(uint32_t slot, uint32_t gen) { return ((uint64_t)gen << 32) | (slot + 1); }
 
 static int handle_new(srv_conn *c, int fd, uint32_t acc, const struct stat *st, const char *path, uint32_t pl,
@@ -44,7 +91,7 @@ static int handle_new(srv_conn *c, int fd, uint32_t acc, const struct stat *st, 
   uint32_t i = 0;
   while (i < c->nhandles && c->handles[i]) i++;
   if (i == c->nhandles) {
-    if (c->nhandles == MAX_HANDLES) goto full;
+    if (c->nhandles >= (uint32_t)srv->cfg.max_handles) goto full; /* a concurrent OPEN took the room */
     if (c->nhandles == c->cap_handles) {
       uint32_t cap = c->cap_handles ? 2 * c->cap_handles : 16;
       srv_handle **h = realloc(c->handles, cap * sizeof *h);
@@ -57,12 +104,13 @@ static int handle_new(srv_conn *c, int fd, uint32_t acc, const struct stat *st, 
   c->handles[i] = hd;
   *value = handle_value(i, hd->gen);
   pthread_mutex_unlock(&c->mu);
+  __atomic_add_fetch(&srv->fds_open, 1, __ATOMIC_RELAXED);
   return RIO_OK;
 full:
   pthread_mutex_unlock(&c->mu);
   srv_file_unref(f);
   free(hd);
-  return RIO_ETOOBIG;
+  return RIO_EBUSY;
 }
 
 srv_handle *srv_handle_get(srv_conn *c, uint64_t value, int *status) {
@@ -81,6 +129,7 @@ srv_handle *srv_handle_get(srv_conn *c, uint64_t value, int *status) {
 
 static void handle_release(srv_handle *hd) {
   close(hd->fd); /* drops the handle's OFD locks */
+  __atomic_sub_fetch(&srv->fds_open, 1, __ATOMIC_RELAXED);
   srv_file_unref(hd->file);
   free(hd);
   srv_lock_kick();
@@ -128,16 +177,23 @@ static void reply_u64(srv_job *j, int status, uint64_t v) {
   srv_reply(j->c, j->h.type, j->h.id, status, b, status ? 0 : 8);
 }
 
-/* A body that does not decode: EPROTO ends the connection; other codes are ordinary refusals. */
+/* A body that does not decode: a malformed body (EPROTO: fields that do not add up to its
+ * length) ends the connection, as PROTOCOL.md says; other codes (a value out of range in a
+ * well-formed body) are ordinary refusals. */
 static int bad_body(srv_job *j, int e) {
   if (e == RIO_EPROTO) {
     srv_log(LOG_WARN, "conn %llu (%s): protocol error: malformed request body (type %u); closing",
             (unsigned long long)j->c->serial, j->c->peer, j->h.type);
     srv_reply_error(j->c, j->h.id, RIO_EPROTO, "malformed request body");
-    pthread_mutex_lock(&j->c->mu);
-    srv_set_dead(j->c);
-    pthread_mutex_unlock(&j->c->mu);
-    j->c->io->shutdown(j->c);
+    /* The reader stops before its next frame (SHUT_RD wakes it from a read) and sends what is
+     * queued, this ERROR included, before the end. */
+    __atomic_store_n(&j->c->stop_reading, 1, __ATOMIC_RELEASE);
+    if (j->c->fd < 0 || shutdown(j->c->fd, SHUT_RD)) {
+      pthread_mutex_lock(&j->c->mu);
+      srv_set_dead(j->c);
+      pthread_mutex_unlock(&j->c->mu);
+      j->c->io->shutdown(j->c);
+    }
   } else {
     srv_reply(j->c, j->h.type, j->h.id, e, NULL, 0);
   }
@@ -154,6 +210,7 @@ static int take_handle(srv_job *j, uint64_t value) {
 }
 
 static void log_refusal(srv_conn *c, const char *op, const char *path, uint32_t pl, int err, const char *why) {
+  if (err == EMFILE || err == ENFILE) return srv_log_fd_exhausted(op, err);
   int sec = err == EACCES || err == EXDEV || err == ELOOP || err == EINVAL;
   srv_log(sec ? LOG_WARN : LOG_DEBUG, "conn %llu (%s): %s \"%.*s\" refused: %s", (unsigned long long)c->serial,
           c->peer, op, (int)(pl < 200 ? pl : 200), path, why ? why : strerror(err));
@@ -199,6 +256,7 @@ static void do_open(srv_job *j) {
     log_refusal(j->c, "open", o.path, o.pathlen, EINVAL, "truncation through a read-only open");
     return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_EINVAL, NULL, 0);
   }
+  if (handle_room(j)) return;
   static const int acc[] = {O_RDONLY, O_WRONLY, O_RDWR};
   int fl = acc[o.flags & RIO_O_ACCMODE];
   if (o.flags & RIO_O_CREAT) fl |= O_CREAT;
@@ -458,9 +516,11 @@ static int send_zeros(srv_conn *c, uint64_t n) {
 
 /* Send `done` bytes of the segments straight from the page cache to the socket: no copy through
  * the server's memory (on loopback the client's receive is then the only copy of the data).
- * The caller holds send_mu and has sent the reply's head with MSG_MORE. -1 if the stream broke. */
+ * The caller is the connection's sender and has sent the reply's head with MSG_MORE. -1 if the stream broke. */
 static int sendfile_read(srv_job *j, const rio_io_req *io, uint64_t done) {
   srv_conn *c = j->c;
+  srv_pace pace;
+  srv_pace_start(&pace);
   for (uint32_t i = 0; i < io->nseg && done > 0; i++) {
     uint64_t off, len;
     rio_seg_at(io, i, &off, &len);
@@ -475,6 +535,7 @@ static int sendfile_read(srv_job *j, const rio_io_req *io, uint64_t done) {
       srv_trace_span("storage", "sendfile", NULL, t0, (uint64_t)k, off, j->h.id);
       if (k == 0) return send_zeros(c, done); /* the file ended under us */
       off += (uint64_t)k, len -= (uint64_t)k, done -= (uint64_t)k;
+      if (done && srv_pace_sent(&pace, (size_t)k)) return -1;
     }
   }
   return 0;
@@ -501,13 +562,9 @@ static int read_small(srv_job *j, const rio_io_req *io, seg_cur *cur, uint8_t *h
   uint64_t t0 = srv_now_ns();
   if (done && fill(j, io, cur, buf + hl, (size_t)done, nowait) < 0) return free(buf), 1;
   srv_trace_span("storage", "pread", NULL, t0, done, 0, j->h.id);
-  srv_conn *c = j->c;
-  pthread_mutex_lock(&c->send_mu);
   t0 = srv_now_ns();
-  int r = srv_dead(c) ? -1 : c->io->send(c, buf, hl + done);
+  srv_send2(j->c, buf, hl + done, NULL, 0); /* never waits: what the socket does not take is queued */
   srv_trace_span("net", "send", "READ", t0, hl + done, 0, j->h.id);
-  if (r) srv_set_dead(c);
-  pthread_mutex_unlock(&c->send_mu);
   __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
   free(buf);
   return 0;
@@ -547,7 +604,39 @@ static int read_one_inline(srv_job *j, const rio_io_req *io) {
   return 0;
 }
 
-/* 1 only when nowait and the data is not all in the page cache: then nothing was sent. */
+/* The reply of a READ whose checks passed, by its connection's sender (srv_send_job): the data
+ * by sendfile where it fits, else read and sent chunk by chunk. Only the sender waits here on
+ * the client's socket, never a worker. -1 if the stream broke. */
+int srv_read_send(srv_job *j) {
+  rio_io_req io;
+  size_t hb;
+  srv_conn *c = j->c;
+  if (rio_decode_io(j->body, j->n, (uint32_t)j->n, RIO_T_READ, srv->cfg.max_segments, &io, &hb)) return -1;
+  struct stat st;
+  if (fstat(j->hd->fd, &st)) return srv_reply(c, j->h.type, j->h.id, st_errno(errno), NULL, 0);
+  uint64_t done = read_extent(&io, (uint64_t)st.st_size), t0 = srv_now_ns();
+  uint8_t head[READ_HEAD];
+  read_head(head, j->h.id, done);
+  int r;
+  if (sendfile_fits(j, &io, done)) {
+    r = send_more(c, head, sizeof head);
+    if (r == 0) r = sendfile_read(j, &io, done);
+  } else {
+    seg_cur cur = {0, 0, done, io.nseg > 1 ? malloc(SIEVE_SPAN) : NULL}; /* none: piece by piece */
+    uint8_t *buf = done ? malloc(done < READ_CHUNK ? done : READ_CHUNK) : NULL;
+    if (done && !buf) r = srv_reply(c, j->h.type, j->h.id, RIO_ENOMEM, NULL, 0);
+    else if ((r = c->io->send(c, head, sizeof head)) == 0) r = stream_read(j, &io, &cur, buf);
+    free(buf);
+    free(cur.scratch);
+  }
+  srv_trace_span("net", "send", "READ", t0, sizeof head + done, 0, j->h.id);
+  __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
+  if (srv->cfg.emu.cache_none) (void)posix_fadvise(j->hd->fd, 0, 0, POSIX_FADV_DONTNEED);
+  return r;
+}
+
+/* 1 only when nowait and the data is not all in the page cache: then nothing was sent. 2 when
+ * the job went to the connection's sender (it ends the job). */
 static int do_read_ex(srv_job *j, int nowait) {
   rio_io_req io;
   size_t hb;
@@ -563,51 +652,29 @@ static int do_read_ex(srv_job *j, int nowait) {
   struct stat st;
   if (fstat(j->hd->fd, &st)) return srv_reply(j->c, j->h.type, j->h.id, st_errno(errno), NULL, 0), 0;
   uint64_t done = read_extent(&io, (uint64_t)st.st_size);
+  /* Read here and queued as bytes only while the output queue has room; the rest (and every
+   * sendfile READ) goes to the sender, which reads when the client takes the data. */
+  int here = done <= READ_CHUNK && !srv->cfg.emu.disk_bw && !sendfile_fits(j, &io, done) &&
+             (nowait || READ_HEAD + done <= srv_out_free(j->c));
+  if (!here) return nowait ? 1 : (srv_send_job(j->c, j), 2);
   uint8_t head[READ_HEAD];
   read_head(head, j->h.id, done);
-  int by_sendfile = !nowait && sendfile_fits(j, &io, done);
-  seg_cur cur = {0, 0, done, io.nseg > 1 && !by_sendfile ? malloc(SIEVE_SPAN) : NULL}; /* none: piece by piece */
-  if (by_sendfile) {
-    srv_conn *c = j->c;
-    pthread_mutex_lock(&c->send_mu);
-    uint64_t t0 = srv_now_ns();
-    int r = srv_dead(c) ? -1 : send_more(c, head, sizeof head);
-    if (r == 0) r = sendfile_read(j, &io, done);
-    srv_trace_span("net", "send", "READ", t0, sizeof head + done, 0, j->h.id);
-    __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
-    if (r) srv_set_dead(c);
-    pthread_mutex_unlock(&c->send_mu);
-  } else if (done <= READ_CHUNK && !srv->cfg.emu.disk_bw) {
-    int declined = read_small(j, &io, &cur, head, sizeof head, nowait);
-    free(cur.scratch);
-    if (declined) return 1;
-  } else {
-    uint8_t *buf = done ? malloc(done < READ_CHUNK ? done : READ_CHUNK) : NULL;
-    if (done && !buf) return free(cur.scratch), srv_reply(j->c, j->h.type, j->h.id, RIO_ENOMEM, NULL, 0), 0;
-    srv_conn *c = j->c;
-    pthread_mutex_lock(&c->send_mu);
-    uint64_t t0 = srv_now_ns();
-    int r = srv_dead(c) ? -1 : c->io->send(c, head, sizeof head);
-    if (r == 0) r = stream_read(j, &io, &cur, buf);
-    srv_trace_span("net", "send", "READ", t0, sizeof head + done, 0, j->h.id);
-    __atomic_add_fetch(&srv_bytes_read, done, __ATOMIC_RELAXED);
-    if (r) srv_set_dead(c);
-    pthread_mutex_unlock(&c->send_mu);
-    free(buf);
-    free(cur.scratch);
-  }
+  seg_cur cur = {0, 0, done, io.nseg > 1 ? malloc(SIEVE_SPAN) : NULL}; /* none: piece by piece */
+  int declined = read_small(j, &io, &cur, head, sizeof head, nowait);
+  free(cur.scratch);
+  if (declined) return 1;
   if (srv->cfg.emu.cache_none) (void)posix_fadvise(j->hd->fd, 0, 0, POSIX_FADV_DONTNEED);
   return 0;
 }
 
-static void do_read(srv_job *j) { do_read_ex(j, 0); }
+static int do_read(srv_job *j) { return do_read_ex(j, 0) == 2; }
 
 /* A small READ served by the connection's reader itself when its data is in the page cache:
  * no hand-off to a worker and back, which costs more than the read on this path. 1 when
  * answered (the job is done), 0 when it must go to the pool (it may hold the handle). */
 int srv_read_inline(srv_job *j) {
   if (srv->cfg.emu.disk_bw || srv->cfg.emu.cache_none || srv->cfg.forward_to) return 0;
-  if (do_read_ex(j, 1)) return 0;
+  if (do_read_ex(j, 1)) return 0; /* 1: declined (never 2: the reader does not hand over) */
   __atomic_add_fetch(&srv_served[RIO_T_READ], 1, __ATOMIC_RELAXED);
   srv_job_done(j);
   return 1;
@@ -624,7 +691,9 @@ void srv_handle_job(srv_job *j) {
   case RIO_T_SET_SIZE: do_set_size(j); break;
   case RIO_T_PREALLOCATE: do_preallocate(j); break;
   case RIO_T_SYNC: do_sync(j); break;
-  case RIO_T_READ: do_read(j); break;
+  case RIO_T_READ:
+    if (do_read(j)) return; /* the connection's sender ends it */
+    break;
   case RIO_T_LOCK: do_lock(j); return; /* parked or done inside */
   case RIO_T_COUNTER: do_counter(j); break;
   default: bad_body(j, RIO_EPROTO); break; /* the reader admits only request types */
@@ -671,21 +740,25 @@ static int pipe_drain(srv_conn *c, size_t n) {
   return 0;
 }
 
-/* n bytes of the stream to the file at off. 0 (with *err the errno of a failed file write,
- * the rest of the n bytes then dropped), or -1 when the stream broke or timed out. */
-static int splice_chunk(srv_conn *c, int fd, uint64_t off, size_t n, uint64_t deadline, int *err) {
+/* n bytes of the stream to the file at off; *done counts those written. 0 (with *err the errno
+ * of a failed file write, the rest of the n bytes then dropped), or -1 when the stream broke or
+ * the frame's deadline passed. The socket is polled before each splice: a splice from a
+ * blocking socket waits for data without any deadline (SPLICE_F_NONBLOCK is the pipe's), which
+ * held a dead client's connection until TCP gave up. */
+static int splice_chunk(srv_conn *c, int fd, uint64_t off, size_t n, uint64_t deadline, int *err, uint64_t *done) {
   while (n > 0) {
+    uint64_t now = srv_now_ns();
+    if (now >= deadline) return errno = ETIMEDOUT, -1;
+    struct pollfd p = {c->fd, POLLIN, 0};
+    int pr = poll(&p, 1, (int)((deadline - now) / 1000000 + 1));
+    if (pr < 0 && errno != EINTR) return -1;
+    if (pr <= 0) continue;
     size_t want = n < c->pipe_cap ? n : c->pipe_cap;
     ssize_t k = splice(c->fd, NULL, c->pipe[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-    if (k == 0) return -1; /* the client closed the connection */
+    if (k == 0) return errno = ECONNRESET, -1; /* the client closed the connection */
     if (k < 0) {
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN) return -1;
-      uint64_t now = srv_now_ns();
-      if (now >= deadline) return -1;
-      struct pollfd p = {c->fd, POLLIN, 0};
-      if (poll(&p, 1, (int)((deadline - now) / 1000000 + 1)) < 0 && errno != EINTR) return -1;
-      continue;
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return -1;
     }
     size_t left = (size_t)k;
     while (left > 0 && !*err) {
@@ -693,7 +766,7 @@ static int splice_chunk(srv_conn *c, int fd, uint64_t off, size_t n, uint64_t de
       ssize_t w = splice(c->pipe[0], NULL, fd, &o, left, SPLICE_F_MOVE);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) *err = w < 0 ? errno : EIO;
-      else left -= (size_t)w, off += (uint64_t)w;
+      else left -= (size_t)w, off += (uint64_t)w, *done += (uint64_t)w;
     }
     if (left && pipe_drain(c, left)) return -1;
     n -= (size_t)k;
@@ -701,8 +774,16 @@ static int splice_chunk(srv_conn *c, int fd, uint64_t off, size_t n, uint64_t de
   return 0;
 }
 
-int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size_t hb, const rio_io_req *io) {
-  (void)hdrbody, (void)hb;
+/* A WRITE whose data stopped before the end of its frame: no reply (it did not complete); what
+ * was written stays (PROTOCOL.md: a prefix of the data, never more than was received). */
+static void write_broken(srv_conn *c, const rio_hdr *h, uint64_t done) {
+  srv_log(LOG_WARN, "conn %llu (%s): truncated WRITE data, request %#llx (%s; %llu bytes written, no reply); "
+          "closing", (unsigned long long)c->serial, c->peer, (unsigned long long)h->id,
+          errno == ETIMEDOUT ? "not complete within the frame timeout" : "connection ended", (unsigned long long)done);
+  __atomic_add_fetch(&srv_bytes_written, done, __ATOMIC_RELAXED);
+}
+
+int srv_handle_write(srv_conn *c, const rio_hdr *h, const rio_io_req *io, uint64_t deadline) {
   int st;
   __atomic_add_fetch(&srv_served[RIO_T_WRITE], 1, __ATOMIC_RELAXED);
   srv_handle *hd = srv_handle_get(c, io->handle, &st);
@@ -729,21 +810,20 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size
       if (st == RIO_OK && n >= SPLICE_MIN && !early && splice_ready(c)) {
         int werr = 0;
         srv_emulate_disk(n);
-        if (splice_chunk(c, hd->fd, off, n, t0 + 60000000000ull, &werr)) {
-          srv_log(LOG_WARN, "conn %llu (%s): truncated WRITE data; closing", (unsigned long long)c->serial, c->peer);
+        if (splice_chunk(c, hd->fd, off, n, deadline, &werr, &done)) {
+          write_broken(c, h, done);
           srv_handle_put(c, hd);
           return -1;
         }
         srv_trace_span("storage", "splice", NULL, t0, n, off, h->id);
         if (werr) st = st_errno(werr);
-        else done += n;
         off += n, len -= n;
         continue;
       }
-      int got = srv_in(c, c->chunk, n, srv_now_ns() + 60000000000ull);
+      int got = srv_in(c, c->chunk, n, deadline);
       srv_trace_span("net", "recv", "WRITE data", t0, n, off, h->id);
       if (got) {
-        srv_log(LOG_WARN, "conn %llu (%s): truncated WRITE data; closing", (unsigned long long)c->serial, c->peer);
+        write_broken(c, h, done);
         if (hd) srv_handle_put(c, hd);
         return -1;
       }

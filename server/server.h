@@ -31,6 +31,10 @@ typedef struct srv_config {
   uint64_t max_request;
   uint32_t max_segments;
   int idle_timeout;   /* seconds, 0 = none */
+  int frame_timeout;  /* seconds a frame that has begun may take, its WRITE data included */
+  int send_timeout;   /* seconds a client may leave its replies unread before it is dropped */
+  int max_handles;    /* open handles per connection */
+  int max_inflight;   /* requests in flight per connection */
   int merge_wait_ms;  /* forwarder: how long the parts of a collective access wait for the rest */
   int max_conns;      /* authenticated + unauthenticated */
   int max_unauth;     /* connections still authenticating (the oldest gives way to a new one) */
@@ -43,6 +47,8 @@ typedef struct srv_config {
 
 /* ---- connections --------------------------------------------------------------------------- */
 typedef struct srv_conn srv_conn;
+struct srv_job;
+struct srv_out;
 
 /* The byte stream under a connection: a socket, TLS, or an in-memory buffer (fuzzing). recv
  * reads exactly n bytes before the deadline (CLOCK_MONOTONIC ns, 0 = none): 0, or -1 on end of
@@ -75,7 +81,13 @@ struct srv_conn {
   const srv_io *io;
   int fd;
   void *tls;               /* SSL *, when TLS */
-  pthread_mutex_t send_mu; /* one reply at a time on the stream */
+  pthread_mutex_t send_mu; /* the output queue below, and one sender at a time on the stream */
+  pthread_cond_t send_cv;  /* the sender waits for output */
+  struct srv_out *oq_head, *oq_tail; /* replies not yet sent (conn.c's output path) */
+  uint64_t oq_bytes;       /* their bytes (read unlocked by the reader's admission) */
+  int sending;             /* the sender is writing an entry outside the lock */
+  int sender_on, sender_stop;
+  pthread_t sender;
   pthread_mutex_t mu;      /* handles, inflight */
   pthread_cond_t cv;
   srv_handle **handles;    /* slots; a handle never moves while a request holds it */
@@ -83,6 +95,8 @@ struct srv_conn {
   int inflight;            /* jobs queued or running, parked locks included */
   uint64_t queued_bytes;   /* their bodies' bytes (bounded per connection) */
   int dead;                /* a send failed or shutdown: stop */
+  int stop_reading;        /* a worker found a malformed body: the reader takes no more frames,
+                            * sends what is queued and ends (atomic) */
   int authed;
   int unauth_done;         /* no longer counted in srv->nunauth (authenticated, failed or evicted;
                             * under srv->mu) */
@@ -129,6 +143,8 @@ typedef struct srv_state {
   int nconns, nunauth;
   uint64_t next_serial;
   void *tls_ctx; /* SSL_CTX * */
+  int fd_budget; /* descriptors that handles may hold, all connections together */
+  int fds_open;  /* held by handles now (atomic) */
 } srv_state;
 
 extern srv_state *srv;
@@ -154,7 +170,27 @@ srv_conn *srv_conn_new(int fd, const srv_io *io, const char *peer);
 void srv_conn_serve(srv_conn *c);
 void srv_conn_free(srv_conn *c);
 void srv_conn_release(srv_conn *c, uint64_t body_bytes); /* a request in flight ended */
-/* Reply helpers (send_mu taken inside). */
+/* The output path. Nothing here waits for the client: bytes go out at once when the socket
+ * takes them, otherwise into the connection's output queue, which its sender thread drains.
+ * srv_send2 queues the bytes of a and b (b may be NULL) as one piece. srv_send_job hands a READ
+ * job to the sender, which reads and sends it (srv_read_send) and then ends the job. 0, or -1
+ * when the connection is dead. */
+int srv_send2(srv_conn *c, const void *a, size_t an, const void *b, size_t bn);
+void srv_send_job(srv_conn *c, struct srv_job *j);
+uint64_t srv_out_free(const srv_conn *c); /* room left in the output queue's budget */
+void srv_sender_start(srv_conn *c);
+void srv_sender_stop(srv_conn *c);
+/* The sender's pace: each MiB of a reply must leave within --send-timeout. SO_SNDTIMEO alone
+ * restarts with every partial send, so a client that takes a few KiB per timeout held on for
+ * ever. srv_pace_sent: 0, or -1 (errno ETIMEDOUT) when the client is too slow. */
+typedef struct srv_pace {
+  uint64_t deadline, credit;
+} srv_pace;
+void srv_pace_start(srv_pace *p);
+int srv_pace_sent(srv_pace *p, size_t n);
+/* Descriptor exhaustion (EMFILE/ENFILE) in op, logged at most once a second with a count. */
+void srv_log_fd_exhausted(const char *op, int err);
+/* Reply helpers (through the output path). */
 int srv_reply(srv_conn *c, unsigned type, uint64_t id, int status, const void *body, size_t n);
 int srv_reply_error(srv_conn *c, uint64_t id, int status, const char *msg);
 extern const srv_io srv_socket_io;
@@ -179,12 +215,14 @@ typedef struct srv_job {
   struct srv_job *next;
 } srv_job;
 void srv_handle_job(srv_job *j);
+/* The sender's half of a READ handed over by srv_send_job: header and data. -1 if the stream broke. */
+int srv_read_send(srv_job *j);
 /* A small READ whose data is in the page cache, answered by the reader: 1 when done. */
 int srv_read_inline(srv_job *j);
 void srv_job_done(srv_job *j);
 /* WRITE, handled by the connection's reader as the data streams in. 0, or -1 if the stream
  * broke (the connection ends). */
-int srv_handle_write(srv_conn *c, const rio_hdr *h, const uint8_t *hdrbody, size_t hb, const rio_io_req *io);
+int srv_handle_write(srv_conn *c, const rio_hdr *h, const rio_io_req *io, uint64_t deadline);
 /* Handle lookup with a reference for an in-flight request: the handle, or NULL (errno-free:
  * *status says why). */
 srv_handle *srv_handle_get(srv_conn *c, uint64_t handle, int *status);

@@ -86,8 +86,9 @@ static int tls_send(srv_conn *c, const void *buf, size_t n) {
   while (n > 0) {
     int want = 0, r = tls_step(c, (void *)p, n, 1, &want);
     if (r < 0) return -1;
-    /* a client that reads nothing for 60 s is dropped, as with plain TCP (SO_SNDTIMEO) */
-    if (r == 0 && wait_fd(c->fd, want == 1, srv_now_ns() + 60000000000ull)) return -1;
+    /* a client that reads nothing for --send-timeout is dropped, as with plain TCP (SO_SNDTIMEO) */
+    if (r == 0 && wait_fd(c->fd, want == 1, srv_now_ns() + (uint64_t)srv->cfg.send_timeout * 1000000000ull))
+      return -1;
     p += r, n -= (size_t)r;
   }
   return 0;

@@ -239,6 +239,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   srv->cfg.max_request = RIO_MIN_MAX_REQUEST;
   srv->cfg.max_segments = RIO_MIN_MAX_REQUEST / RIO_SEG;
   srv->cfg.threads = 0;
+  srv->cfg.frame_timeout = srv->cfg.send_timeout = 5;
+  srv->cfg.max_handles = 64, srv->cfg.max_inflight = 64, srv->cfg.max_conns = 16;
   pthread_mutex_init(&srv->mu, NULL);
   srv_log_level = -1;
   /* Bound what a fuzzed WRITE, SET_SIZE or PREALLOCATE can put on disk. */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -66,6 +67,8 @@ int rc_server_start(rc_server *s, const char *bin, const char *const *extra) {
     dup2(pfd[1], 1);
     if (lf >= 0) dup2(lf, 2);
     close(pfd[0]);
+    struct rlimit rl = {(rlim_t)s->nofile, (rlim_t)s->nofile};
+    if (s->nofile > 0 && setrlimit(RLIMIT_NOFILE, &rl)) _exit(126);
     execv(bin, (char *const *)argv);
     _exit(127);
   }

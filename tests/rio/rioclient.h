@@ -18,6 +18,7 @@ typedef struct rc_server {
   char root[512];
   char secret[600]; /* secret file path */
   char forward_to[80]; /* non-empty: start a forwarder to this HOST:PORT instead of a server */
+  int nofile;          /* > 0: the server runs with RLIMIT_NOFILE this low (soft and hard) */
 } rc_server;
 
 /* Make a temporary directory with root/ and a secret file (work->root, work->secret). */

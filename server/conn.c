@@ -467,9 +467,11 @@ static int authenticate(srv_conn *c) {
 }
 
 /* ---- the frame loop ---------------------------------------------------------------------------- */
-/* Wait for the next header; the idle timeout applies only when nothing is in flight. 0, 1 on a
- * clean end (peer closed, idle, shutdown), -1 on a broken frame. *deadline: when the frame,
- * which began with its first byte, must be complete. */
+/* Wait for the next header; the idle timeout applies only when nothing is in flight and no
+ * handle is open: a program that keeps a file open through an hour of computation between two
+ * checkpoints is not idle, and a peer that vanished is found by TCP keepalive. 0, 1 on a clean
+ * end (peer closed, idle, shutdown), -1 on a broken frame. *deadline: when the frame, which
+ * began with its first byte, must be complete. */
 static int next_header(srv_conn *c, uint8_t hb[RIO_HDR_SIZE], uint64_t *deadline) {
   for (;;) {
     uint64_t idle = (uint64_t)srv->cfg.idle_timeout * 1000000000ull;
@@ -478,10 +480,11 @@ static int next_header(srv_conn *c, uint8_t hb[RIO_HDR_SIZE], uint64_t *deadline
     if (errno != ETIMEDOUT || __atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE) || srv_dead(c)) return 1;
     pthread_mutex_lock(&c->mu);
     int busy = c->inflight > 0;
+    for (uint32_t i = 0; !busy && i < c->nhandles; i++) busy = c->handles[i] != NULL;
     pthread_mutex_unlock(&c->mu);
     if (!busy) {
-      srv_log(LOG_INFO, "conn %llu (%s): idle for %d s; closing", (unsigned long long)c->serial, c->peer,
-              srv->cfg.idle_timeout);
+      srv_log(LOG_INFO, "conn %llu (%s): idle for %d s with no open file; closing", (unsigned long long)c->serial,
+              c->peer, srv->cfg.idle_timeout);
       return 1;
     }
   }

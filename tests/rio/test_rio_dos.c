@@ -142,6 +142,41 @@ static void test_handle_cap(void) {
   good_client("the handle cap");
 }
 
+/* --idle-timeout 1 (the idle part's own server): a connection that opened nothing is closed
+ * after a second of silence, and one that holds an open handle is not (a program computing
+ * between two checkpoints): after 2.5 s it still reads back what it wrote. */
+static void test_idle(const char *bin) {
+  static const char *const args[] = {"--idle-timeout", "1", "--threads", "2", NULL};
+  rc_server I;
+  memset(&I, 0, sizeof I);
+  int up = rc_workdir(&I, "dos-idle") == 0 && rc_server_start(&I, bin, args) == 0;
+  CHECK(up, "idle: server started");
+  if (!up) return;
+  rc_conn bare, holder;
+  uint64_t h = 0, off = 0, len = 5, done = 0;
+  char back[6] = {0};
+  uint8_t sec[RIO_MAX_SECRET];
+  size_t sl = 0;
+  rc_read_secret(&I, sec, &sl);
+  CHECK(rc_connect(&bare, &I, sec, sl) == 0 && rc_connect(&holder, &I, sec, sl) == 0, "idle: connect");
+  CHECK(rc_open(&holder, "kept.dat", RIO_O_RDWR | RIO_O_CREAT, 0644, &h, NULL) == 0 &&
+        rc_write(&holder, h, 1, &off, &len, "hello", &done) == 0, "idle: the holder opens and writes");
+  usleep(2500000);
+  rio_hdr rh;
+  uint8_t *rb = NULL;
+  CHECK(rc_recv_frame(bare.fd, &rh, &rb, 2000) != 0, "idle: the connection without a file was closed");
+  free(rb);
+  CHECK(rc_read(&holder, h, 1, &off, &len, back, &done) == 0 && !memcmp(back, "hello", 5),
+        "idle: the connection holding a file is still served after 2.5 s of silence");
+  CHECK(rc_log_has(&I, "idle for 1 s with no open file; closing") == 1, "idle: one close logged");
+  rc_close_conn(&bare);
+  rc_close_conn(&holder);
+  CHECK(rc_server_stop(&I) == 0, "idle: clean stop");
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf '%.*s'", (int)(strlen(I.root) - 5), I.root); /* root is WORK/root */
+  if (system(cmd) != 0) printf("could not remove %s\n", I.root);
+}
+
 /* A WRITE header promising data, part of it, then silence (the socket open): the server closes
  * within --frame-timeout (2 s) and logs it; a good client is served meanwhile. nseg segments
  * of seg bytes (1 of 1 MiB: the splice path; 2 of 32 KiB: the copy path). */
@@ -313,6 +348,7 @@ int main(int argc, char **argv) {
     stalled_write(1, 1 << 20, 100 << 10);
     stalled_write(2, 32 << 10, 10 << 10);
     test_cut_write();
+    test_idle(argv[1]);
   }
   CHECK(rc_server_stop(&S) == 0, "clean stop");
   static const char *const budget[] = {"--threads", "2", "--max-conns", "8", NULL};

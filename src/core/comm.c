@@ -69,7 +69,10 @@ int pario_agree_call(MPI_Comm comm, int local_code, const char *op, const char *
     return local_code != MPI_SUCCESS ? local_code
                                      : pario_err(MPI_ERR_OTHER, op, file, 0, "agreement on the %s's outcome failed", what);
   pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
-  if (local_code != MPI_SUCCESS || worst[0] == MPI_SUCCESS) return local_code;
+  if (worst[0] == MPI_SUCCESS || worst[0] == mine[0]) return local_code;
+  if (local_code != MPI_SUCCESS) /* failed here too, but a worse class elsewhere: the class must agree */
+    return pario_err(worst[0], op, file, 0, "the %s failed on rank %d, and on this rank with error class %d", what,
+                     worst[1], mine[0]);
   return pario_err(worst[0], op, file, 0, "the %s failed on rank %d", what, worst[1]);
 }
 

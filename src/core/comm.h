@@ -14,10 +14,10 @@ void pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st);
 /* Agreement among the ranks of comm: returns the worst error class seen anywhere
  * (MPI_SUCCESS when all succeeded). */
 int pario_agree(MPI_Comm comm, int local_code);
-/* The outcome of a collective call on every rank (one small allreduce): local_code where this
- * rank failed; else, when another failed, a code of the worst class seen, whose message says
- * "the <what> failed on rank N" (the lowest rank with that class) and names op and file;
- * MPI_SUCCESS when every rank succeeded. */
+/* The outcome of a collective call on every rank (one small allreduce): MPI_SUCCESS when every
+ * rank succeeded; else every rank returns the worst class seen: local_code where it has that
+ * class, otherwise a new code whose message says "the <what> failed on rank N" (the lowest
+ * rank with that class) and names op and file. */
 int pario_agree_call(MPI_Comm comm, int local_code, const char *op, const char *file, const char *what);
 /* Polite MPI_MAX allreduce of n values (MPI_SUCCESS or MPI_ERR_OTHER). */
 int pario_allreduce_max(void *in, void *out, int n, MPI_Datatype type, MPI_Comm comm);

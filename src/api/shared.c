@@ -86,7 +86,7 @@ static int shared_rw_body(MPI_File fh, const char *op, int rw, void *buf, MPI_Co
 /* The outcome of an ordered call on every rank (after each rank's own access, which no
  * collective follows): any rank's failure is every rank's error (docs/collective.md#errors). */
 static int ordered_outcome(pario_file *f, const char *op, int rw, int rc) {
-  return pario_agree_call(f->comm, rc, op, f->filename, rw == PARIO_WRITE ? "ordered write" : "ordered read");
+  return pario_agree_call(f->comm, rc, op, f->filename, rw == PARIO_WRITE ? "ordered write" : "ordered read", 1);
 }
 
 /* Ordered calls are collective: a rank whose arguments are bad still reserves nothing in the

@@ -27,8 +27,9 @@ void coll_untag(void) { pario_drv_coll_now = (pario_drv_coll){0, 0, 0}; }
 /* The call's outcome, the same class on every rank: rc where this rank failed, else an error
  * naming the rank that failed, else success. The last communication of every path, so a rank
  * that failed cannot leave the others for their next collective call (docs/collective.md). */
-static int coll_outcome(pario_coll_ctx *c, const char *op, int rw, int rc) {
-  return pario_agree_call(c->comm, rc, op, c->f->filename, rw == PARIO_WRITE ? "collective write" : "collective read");
+static int coll_outcome(pario_coll_ctx *c, const char *op, int rw, int rc, int quick) {
+  return pario_agree_call(c->comm, rc, op, c->f->filename, rw == PARIO_WRITE ? "collective write" : "collective read",
+                          quick);
 }
 
 /* Every rank on its own: the independent path (with data sieving), then one agreement on the
@@ -40,7 +41,7 @@ static int independently(pario_coll_ctx *c, const pario_snap *s, const char *op,
   MPI_Count b = 0;
   int rc = tm ? pario_access_ex(c->f, s, op, rw, pos, buf, count, type, &b, lock_writes) : MPI_SUCCESS;
   uint64_t t0 = PARIO_TRACE_T0();
-  rc = coll_outcome(c, op, rw, rc);
+  rc = coll_outcome(c, op, rw, rc, 1); /* a tiny access would wait out a nap (docs/collective.md#errors) */
   PARIO_TRACE_SPAN(PARIO_TC_COLL, "wait_done", t0, PARIO_TA("rc", rc));
   *bytes = b;
   return rc;
@@ -114,7 +115,7 @@ static int two_phase(pario_coll_ctx *c, coll_call *x) {
     /* Any rank's failure is every rank's: an aggregator's failed write, and a failed read,
      * which the tags told only the ranks it served. */
     t0 = PARIO_TRACE_T0();
-    rc = coll_outcome(c, x->op, x->rw, rc);
+    rc = coll_outcome(c, x->op, x->rw, rc, 0); /* aggregators may still be writing: nap */
     PARIO_TRACE_SPAN(PARIO_TC_COLL, "wait_done", t0, PARIO_TA("rc", rc));
     return rc;
   }

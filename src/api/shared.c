@@ -83,8 +83,15 @@ static int shared_rw_body(MPI_File fh, const char *op, int rw, void *buf, MPI_Co
   return pario_file_error(fh, rc);
 }
 
+/* The outcome of an ordered call on every rank (after each rank's own access, which no
+ * collective follows): any rank's failure is every rank's error (docs/collective.md#errors). */
+static int ordered_outcome(pario_file *f, const char *op, int rw, int rc) {
+  return pario_agree_call(f->comm, rc, op, f->filename, rw == PARIO_WRITE ? "ordered write" : "ordered read", 1);
+}
+
 /* Ordered calls are collective: a rank whose arguments are bad still reserves nothing in the
- * collective step (n = 0), so the others complete, and then returns its error. */
+ * collective step (n = 0) and takes part in the agreement on the outcome, so the others
+ * complete, and then returns its error. */
 static int ordered_rw_body(MPI_File fh, const char *op, int rw, void *buf, MPI_Count count,
                            MPI_Datatype type, MPI_Status *status, pario_call_data *d) {
   pario_file *f;
@@ -97,8 +104,10 @@ static int ordered_rw_body(MPI_File fh, const char *op, int rw, void *buf, MPI_C
   pario_snap_take(f, &s);
   int bad = shared_args(f, &s, op, rw, buf, count, type, &n);
   rc = pario_sharedfp_ordered(f, op, n, &pos);
+  if (bad == MPI_SUCCESS && rc == MPI_SUCCESS)
+    rc = pario_access(f, &s, op, rw, pos * s.view->esize, buf, count, type, &bytes);
+  rc = ordered_outcome(f, op, rw, bad == MPI_SUCCESS ? rc : MPI_SUCCESS);
   if (bad != MPI_SUCCESS) rc = bad;
-  else if (rc == MPI_SUCCESS) rc = pario_access(f, &s, op, rw, pos * s.view->esize, buf, count, type, &bytes);
   if (rc == MPI_SUCCESS) d->pos = pos * s.view->esize;
   pario_status_set(status, pario_rep_native_bytes(s.view, type, count, bytes));
   pario_snap_drop(&s);
@@ -119,8 +128,14 @@ static int ordered_begin_body(MPI_File fh, const char *op, int rw, void *buf, MP
   int bad = shared_args(f, &s, op, rw, buf, count, type, &n);
   rc = pario_sharedfp_ordered(f, op, n, &pos); /* every rank takes part, see ordered_rw */
   pario_job *j = NULL;
+  /* The access runs as a collective job at the place found, so the job agrees on the outcome
+   * (as write_at_all_begin's does); a rank that cannot access still takes part with nothing,
+   * since it calls no end. */
+  if (bad == MPI_SUCCESS && rc == MPI_SUCCESS)
+    rc = pario_engine_submit_coll(f, &s, op, rw, pos * s.view->esize, buf, count, type, NULL, &j);
+  else
+    pario_engine_submit_coll(f, &s, op, rw, 0, NULL, 0, MPI_BYTE, NULL, NULL);
   if (bad != MPI_SUCCESS) rc = bad;
-  else if (rc == MPI_SUCCESS) rc = pario_engine_submit(f, &s, op, rw, pos * s.view->esize, buf, count, type, NULL, &j);
   if (rc == MPI_SUCCESS) pario_engine_split_start(f, j, rw + 2); /* ended only by an ordered end */
   pario_snap_drop(&s);
   return pario_file_error(fh, rc);
@@ -136,7 +151,7 @@ static int ordered_end_body(MPI_File fh, const char *op, int rw, MPI_Status *sta
   if (!j)
     return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0,
                                           "no matching ordered split collective is active on this file"));
-  rc = pario_engine_wait(j, &bytes);
+  rc = pario_engine_wait(j, &bytes); /* the collective job agreed on the outcome */
   pario_status_set(status, bytes);
   return pario_file_error(fh, rc);
 }

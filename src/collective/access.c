@@ -1,8 +1,8 @@
 /* A collective data access: every rank's access is allgathered, every rank decides alike
  * whether to aggregate (decide.c); then either each rank accesses the file on its own (with
  * data sieving) or all run two-phase I/O: views exchanged when they changed, aggregators and
- * plan, buffers, one agreement that every rank is ready, the rounds, and for writes a closing
- * agreement. Any failure before the rounds is every rank's error; ranks never abort. */
+ * plan, buffers, one agreement that every rank is ready, the rounds. Every path ends with one
+ * agreement on the outcome: any rank's failure is every rank's error; ranks never abort. */
 #include "collective/internal.h"
 #include "core/rep.h"
 #include "trace/trace.h"
@@ -24,13 +24,25 @@ void coll_tag(const pario_coll_ctx *c, long long k, int n) {
 
 void coll_untag(void) { pario_drv_coll_now = (pario_drv_coll){0, 0, 0}; }
 
-/* Every rank on its own: the independent path (with data sieving). lock_writes: some rank
- * sieves, so every write holds byte-range locks. */
-static int independently(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
-                         MPI_Count count, MPI_Datatype type, const pario_typemap *tm, MPI_Count *bytes,
-                         int lock_writes) {
+/* The call's outcome, the same class on every rank: rc where this rank failed, else an error
+ * naming the rank that failed, else success. The last communication of every path, so a rank
+ * that failed cannot leave the others for their next collective call (docs/collective.md). */
+static int coll_outcome(pario_coll_ctx *c, const char *op, int rw, int rc, int quick) {
+  return pario_agree_call(c->comm, rc, op, c->f->filename, rw == PARIO_WRITE ? "collective write" : "collective read",
+                          quick);
+}
+
+/* Every rank on its own: the independent path (with data sieving), then one agreement on the
+ * outcome (the path has no other collective after the I/O). lock_writes: some rank sieves, so
+ * every write holds byte-range locks. */
+static int independently(pario_coll_ctx *c, const pario_snap *s, const char *op, int rw, MPI_Offset pos,
+                         void *buf, MPI_Count count, MPI_Datatype type, const pario_typemap *tm,
+                         MPI_Count *bytes, int lock_writes) {
   MPI_Count b = 0;
-  int rc = tm ? pario_access_ex(f, s, op, rw, pos, buf, count, type, &b, lock_writes) : MPI_SUCCESS;
+  int rc = tm ? pario_access_ex(c->f, s, op, rw, pos, buf, count, type, &b, lock_writes) : MPI_SUCCESS;
+  uint64_t t0 = PARIO_TRACE_T0();
+  rc = coll_outcome(c, op, rw, rc, 1); /* a tiny access would wait out a nap (docs/collective.md#errors) */
+  PARIO_TRACE_SPAN(PARIO_TC_COLL, "wait_done", t0, PARIO_TA("rc", rc));
   *bytes = b;
   return rc;
 }
@@ -100,13 +112,14 @@ static int two_phase(pario_coll_ctx *c, coll_call *x) {
     c->aggr_for = 0;
   } else {
     rc = coll_rounds(c, x);
-    /* A write fails everywhere if any aggregator failed; a reader learnt from the tags
-     * whether the aggregators that served it succeeded, and that is all it needs. */
+    /* Any rank's failure is every rank's: an aggregator's failed write, and a failed read,
+     * which the tags told only the ranks it served. */
     t0 = PARIO_TRACE_T0();
-    worst = x->rw == PARIO_WRITE ? pario_agree(c->comm, rc) : rc;
-    if (x->rw == PARIO_WRITE) PARIO_TRACE_SPAN(PARIO_TC_COLL, "wait_done", t0, PARIO_TA("rc", worst));
+    rc = coll_outcome(c, x->op, x->rw, rc, 0); /* aggregators may still be writing: nap */
+    PARIO_TRACE_SPAN(PARIO_TC_COLL, "wait_done", t0, PARIO_TA("rc", rc));
+    return rc;
   }
-  if (rc == MPI_SUCCESS && worst != MPI_SUCCESS)
+  if (rc == MPI_SUCCESS)
     rc = pario_err(worst, x->op, c->f->filename, 0, "the collective %s failed on another rank", what);
   return rc;
 }
@@ -128,7 +141,7 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
     c->why = COLL_WHY_ONE_NODE_READ;
     PARIO_TRACE_INSTANT(PARIO_TC_COLL, "decide", "why", coll_why_name(c->why), PARIO_TA("file", f->uid),
                         PARIO_TA("aggregate", 0), PARIO_TA("np", c->np));
-    return independently(f, s, op, rw, pos, buf, count, type, tm, bytes, 0);
+    return independently(c, s, op, rw, pos, buf, count, type, tm, bytes, 0);
   }
   if (s->view->rep && s->view->rep->kind != PARIO_REP_EXT32) {
     /* A user-defined representation's functions convert whole items from the start of the
@@ -136,7 +149,7 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
      * representation, so every rank takes this branch. Without the allgather no rank knows
      * whether another sieves, so every write holds byte-range locks. */
     c->why = COLL_WHY_USER_DATAREP;
-    return independently(f, s, op, rw, pos, buf, count, type, tm, bytes, 1);
+    return independently(c, s, op, rw, pos, buf, count, type, tm, bytes, 1);
   }
   MPI_Offset n = readable(f, s->view, rw, pos, want);
   struct coll_info mine = describe(f, s->view, rw, pos, n);
@@ -155,7 +168,7 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
     int sieving = 0, senders = 0; /* some rank rewrites windows around others' data: every write locks */
     for (int r = 0; r < c->np; r++) sieving |= c->info[r].sieves != 0, senders += c->info[r].n > 0;
     coll_tag(c, -1, senders); /* the ranks' requests are one collective access for a forwarder */
-    int rc = independently(f, s, op, rw, pos, buf, count, type, tm, bytes, sieving);
+    int rc = independently(c, s, op, rw, pos, buf, count, type, tm, bytes, sieving);
     coll_untag();
     return rc;
   }

@@ -59,6 +59,24 @@ int pario_agree(MPI_Comm comm, int local_code) {
   return worst;
 }
 
+int pario_agree_call(MPI_Comm comm, int local_code, const char *op, const char *file, const char *what, int quick) {
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  /* MAXLOC: the worst class, and the lowest rank that had it (named in the message) */
+  int mine[2] = {local_code == MPI_SUCCESS ? 0 : pario_err_class(local_code), rank}, worst[2] = {0, 0};
+  MPI_Request r;
+  if (PMPI_Iallreduce(mine, worst, 1, MPI_2INT, MPI_MAXLOC, comm, &r) != MPI_SUCCESS)
+    return local_code != MPI_SUCCESS ? local_code
+                                     : pario_err(MPI_ERR_OTHER, op, file, 0, "agreement on the %s's outcome failed", what);
+  if (quick) pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE);
+  else pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
+  if (worst[0] == MPI_SUCCESS || worst[0] == mine[0]) return local_code;
+  if (local_code != MPI_SUCCESS) /* failed here too, but a worse class elsewhere: the class must agree */
+    return pario_err(worst[0], op, file, 0, "the %s failed on rank %d, and on this rank with error class %d", what,
+                     worst[1], mine[0]);
+  return pario_err(worst[0], op, file, 0, "the %s failed on rank %d", what, worst[1]);
+}
+
 int pario_same_everywhere(MPI_Comm comm, long long value, int *same) {
   long long v[2] = {value, -value}, r[2];
   *same = 0;

@@ -14,6 +14,13 @@ void pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st);
 /* Agreement among the ranks of comm: returns the worst error class seen anywhere
  * (MPI_SUCCESS when all succeeded). */
 int pario_agree(MPI_Comm comm, int local_code);
+/* The outcome of a collective call on every rank (one small allreduce): MPI_SUCCESS when every
+ * rank succeeded; else every rank returns the worst class seen: local_code where it has that
+ * class, otherwise a new code whose message says "the <what> failed on rank N" (the lowest
+ * rank with that class) and names op and file. quick: the agreement's latency is the call's
+ * cost (small accesses), so the wait yields before it naps (pario_wait_all_short); else it
+ * naps at once, leaving the core to ranks still moving data (pario_wait_all). */
+int pario_agree_call(MPI_Comm comm, int local_code, const char *op, const char *file, const char *what, int quick);
 /* Polite MPI_MAX allreduce of n values (MPI_SUCCESS or MPI_ERR_OTHER). */
 int pario_allreduce_max(void *in, void *out, int n, MPI_Datatype type, MPI_Comm comm);
 /* Collective: *same = 1 when every rank passed the same value (MPI_SUCCESS or MPI_ERR_OTHER). */

@@ -292,7 +292,7 @@ int main(int argc, char **argv) {
     test_paths("fallback");
     CHECK(rc_server_stop(&S) == 0, "clean stop");
   }
-  /* --idle-timeout: an authenticated client that sends nothing is closed and logged. */
+  /* --idle-timeout: an authenticated client that sends nothing and holds no file is closed and logged. */
   const char *idle[] = {"--idle-timeout", "1", NULL};
   if (rc_server_start(&S, argv[1], idle) == 0) {
     rc_conn c;
@@ -302,7 +302,7 @@ int main(int argc, char **argv) {
     CHECK(rc_recv_frame(c.fd, &h, &b, 5000) != 0, "idle: closed by the server");
     free(b);
     rc_close_conn(&c);
-    CHECK(rc_log_has(&S, "idle for 1 s; closing") == 1, "idle close logged");
+    CHECK(rc_log_has(&S, "idle for 1 s with no open file; closing") == 1, "idle close logged");
     good_client("an idle timeout");
     CHECK(rc_server_stop(&S) == 0, "clean stop");
   }

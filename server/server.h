@@ -34,6 +34,7 @@ typedef struct srv_config {
   int merge_wait_ms;  /* forwarder: how long the parts of a collective access wait for the rest */
   int max_conns;      /* authenticated + unauthenticated */
   int max_unauth;     /* connections still authenticating */
+  int insecure;       /* plain TCP without MAC allowed from any peer (not only loopback) */
   srv_emulate emu;
 } srv_config;
 
@@ -97,6 +98,7 @@ struct srv_conn {
   void *link;              /* the emulated link under io (emulate.c), or NULL */
   void *fwd;               /* forwarder state (forward.c), or NULL */
   void *mem;               /* in-memory stream state (fuzzing) */
+  void *mac;               /* the record layer under io after authentication (mac.c), or NULL */
   struct srv_conn *prev, *next;
 };
 
@@ -203,6 +205,10 @@ const char *srv_type_name(unsigned t);
 int srv_tls_init(const char *cert, const char *key, char *why, size_t whylen);
 int srv_tls_accept(srv_conn *c); /* handshake; on success c->io speaks TLS. 0 or -1 */
 void srv_tls_free(srv_conn *c);
+
+/* mac.c: records with a MAC under c->io (version 2 on plain TCP), keys from rio_kdf. */
+int srv_mac_wrap(srv_conn *c, const uint8_t c2s[RIO_TAG], const uint8_t s2c[RIO_TAG]);
+void srv_mac_free(srv_conn *c);
 
 /* forward.c: the forwarder (--forward-to). */
 int srv_forward_start(void);

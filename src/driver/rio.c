@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -1113,6 +1114,17 @@ static const char *setting(const pario_drv_args *a, const char *key, const char 
   return v && *v ? v : NULL;
 }
 
+/* pario_rio_tls's value: 1, 0, or -1 for a word it does not know (never silently off). */
+static int tls_word(const char *v) {
+  static const char *const on[] = {"true", "yes", "on", "1", "enable"}, *const off[] = {"false", "no", "off", "0", "disable"};
+  if (!v) return 0;
+  for (int i = 0; i < 5; i++) {
+    if (!strcasecmp(v, on[i])) return 1;
+    if (!strcasecmp(v, off[i])) return 0;
+  }
+  return -1;
+}
+
 /* The name, the secret and the timeout: hints win over the environment. */
 static int configure(rio_where *w, const char *name, const pario_drv_args *a) {
   if (rio_parse_name(name, w->host, sizeof w->host, w->port, sizeof w->port, &w->path)) return EINVAL;
@@ -1121,7 +1133,11 @@ static int configure(rio_where *w, const char *name, const pario_drv_args *a) {
   w->timeout_ms = s > 0 && s < 1e7 ? (long long)(s * 1000) : DEFAULT_TIMEOUT_MS;
   if (w->timeout_ms < 1) w->timeout_ms = 1;
   const char *tls = setting(a, "pario_rio_tls", "PARIO_RIO_TLS"), *ca = setting(a, "pario_rio_tls_ca", "PARIO_RIO_TLS_CA");
-  w->tls = tls && (!strcmp(tls, "true") || !strcmp(tls, "enable") || !strcmp(tls, "1"));
+  if ((w->tls = tls_word(tls)) < 0) {
+    pario_log(1, "x-rio://%s: pario_rio_tls / PARIO_RIO_TLS is '%s': use true/false, yes/no, on/off, 1/0 or "
+              "enable/disable", name, tls);
+    return EINVAL;
+  }
   snprintf(w->tls_ca, sizeof w->tls_ca, "%s", ca ? ca : "");
   const char *sf = setting(a, "pario_rio_secret_file", "PARIO_RIO_SECRET_FILE");
   if (!sf) {

@@ -17,6 +17,13 @@ trap cleanup EXIT
 export PARIO_RIO_SECRET_FILE=$RIO_SECRET PARIO_RIO_TIMEOUT=5
 fails=0
 bad() { echo "relay: $mode: $*" >&2; fails=$((fails + 1)); }
+# PARIO_RIO_TLS takes yes/no words; one it does not know fails the open with MPI_ERR_ARG
+# (before it silently meant off).
+mode=tls-word
+out=$(PARIO_RIO_TLS=off timeout 60 "$@" "x-rio://127.0.0.1:$RIO_PORT" 2>&1) || bad "PARIO_RIO_TLS=off failed: $out"
+out=$(PARIO_RIO_TLS=maybe PARIO_LOG=1 timeout 60 "$@" "x-rio://127.0.0.1:$RIO_PORT" 2>&1) && bad "PARIO_RIO_TLS=maybe worked"
+echo "$out" | grep -q "MPI_ERR_ARG" || bad "PARIO_RIO_TLS=maybe: not MPI_ERR_ARG: $out"
+echo "$out" | grep -q "PARIO_RIO_TLS is 'maybe'" || bad "PARIO_RIO_TLS=maybe: no message naming it: $out"
 for mode in pass inject drop reorder replay flip; do
   echo precious > "$RIO_ROOT/victim"
   rm -f "$RIO_ROOT/data" "$work/rport"
@@ -35,6 +42,7 @@ for mode in pass inject drop reorder replay flip; do
     continue
   fi
   [ "$rc" != 0 ] || bad "the client reported success"
+  echo "$out" | grep -q MPI_ERR_IO || bad "not MPI_ERR_IO: $out"
   [ "$after" -gt "$before" ] || bad "the server logged no MAC failure"
   if [ "$mode" = flip ] && [ -f "$RIO_ROOT/data" ]; then
     python3 - "$RIO_ROOT/data" <<'PY' || bad "altered bytes reached the file"

@@ -1,5 +1,5 @@
 /* The client of relay.sh: one rank writes 256 KiB (byte i is i % 251) to URL/data through
- * libpario and closes; exit 0 and "ok" on success, else 1 and the MPI error's text. */
+ * libpario and closes; exit 0 and "ok" on success, else 1 and the MPI error's class and text. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,8 @@ static int fail(const char *what, int rc) {
   int n = 0, cls = 0;
   MPI_Error_string(rc, msg, &n);
   MPI_Error_class(rc, &cls);
-  printf("%s failed: class %d: %s\n", what, cls, msg);
+  const char *cn = cls == MPI_ERR_ARG ? "MPI_ERR_ARG" : cls == MPI_ERR_IO ? "MPI_ERR_IO" : "other";
+  printf("%s failed: class %s (%d): %s\n", what, cn, cls, msg);
   return 1;
 }
 

@@ -847,6 +847,7 @@ static int handshake_call(rio_link *fd, unsigned type, const uint8_t *body, size
   struct iovec v[2] = {{hb, sizeof hb}, {(void *)body, blen}};
   int e = xfer_iov(fd, 1, v, 2, ms);
   if (!e) e = read_exact(fd, hb, sizeof hb, ms);
+  if (!e && !fd->ssl && (hb[0] == 0x15 || hb[0] == 0x16) && hb[1] == 3) e = EPROTONOSUPPORT; /* a TLS record */
   if (!e && (rio_hdr_decode(hb, &h) || !(h.type & RIO_REPLY) || h.len < RIO_STATUS || h.len > 4096)) e = EPROTO;
   if (!e) e = read_exact(fd, sb, sizeof sb, ms);
   if (e) return e;
@@ -1005,6 +1006,22 @@ typedef struct rio_where {
   long long timeout_ms;
 } rio_where;
 
+/* Why a handshake failed, in one line that says what to do. */
+static void say_refused(const rio_where *w, int e) {
+  const char *hp = w->host, *pt = w->port;
+  if (e == EACCES)
+    pario_log(1, "x-rio://%s:%s: the server refused the secret in %s: check that client and server use the same "
+              "secret file", hp, pt, w->secret_file);
+  else if (e == EPROTONOSUPPORT)
+    pario_log(1, "x-rio://%s:%s: the server speaks TLS: set pario_rio_tls=true (PARIO_RIO_TLS)", hp, pt);
+  else if (e == EPROTO && w->tls)
+    pario_log(1, "x-rio://%s:%s: no TLS or pario handshake: is the server started without --tls-cert? then unset "
+              "pario_rio_tls", hp, pt);
+  else if (e == EBUSY)
+    pario_log(1, "x-rio://%s:%s: the server refused the connection for load (server busy): try again later or "
+              "raise its --max-conns", hp, pt);
+}
+
 /* A live connection for w from the cache, or a new one (connected and authenticated). */
 static int conn_get(const rio_where *w, rio_conn **out) {
   pthread_mutex_lock(&cache_lock);
@@ -1032,6 +1049,7 @@ static int conn_get(const rio_where *w, rio_conn **out) {
     c->timeout_ms = w->timeout_ms;
     e = w->tls ? tls_start(&c->link, w->host, w->tls_ca, w->timeout_ms) : 0;
     if (!e) e = authenticate(c, w->secret, w->slen);
+    if (e) say_refused(w, e);
     if (!e && PARIO_TRACING()) measure_server_clock(c);
     if (e) link_close(&c->link);
   }

@@ -3,9 +3,11 @@
  * the worker pool (pipelined, replies by id), WRITE data streamed to storage in bounded chunks,
  * and the output path: replies leave through a bounded per-connection queue and its sender
  * thread, so no worker ever waits for a client that does not read. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/crypto.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,6 +353,7 @@ void srv_conn_free(srv_conn *c) {
   free(c->chunk);
   free(c->in);
   free(c->out);
+  srv_mac_free(c);
   pthread_mutex_destroy(&c->send_mu);
   pthread_cond_destroy(&c->send_cv);
   pthread_mutex_destroy(&c->mu);
@@ -422,30 +425,69 @@ static int recv_fixed(srv_conn *c, unsigned type, uint8_t *body, uint32_t len, u
   return 0;
 }
 
+/* Whether the peer is on this host (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104): only there may plain
+ * TCP go without the MAC, since nobody else can sit on that path. */
+static int peer_is_loopback(int fd) {
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  if (getpeername(fd, (struct sockaddr *)&ss, &sl)) return 0;
+  if (ss.ss_family == AF_INET) return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+  if (ss.ss_family != AF_INET6) return 0;
+  const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+  return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
+/* The session's version and whether records with a MAC follow AUTH: 0, or -1 (refused, said). */
+static int negotiate(srv_conn *c, const rio_hdr *h, const rio_hello *hello, uint16_t *version, int *mac) {
+  if (hello->min_version > RIO_PROTO_VERSION || hello->max_version < 1) {
+    proto_error(c, h->id, RIO_EPROTO, "unsupported protocol version");
+    return -1;
+  }
+  *version = hello->max_version < RIO_PROTO_VERSION ? hello->max_version : RIO_PROTO_VERSION;
+  *mac = !c->tls && *version >= 2 && (hello->flags & RIO_HELLO_MAC);
+  if (c->tls || *mac || srv->cfg.insecure || peer_is_loopback(c->fd)) return 0;
+  srv_log(LOG_WARN, "conn %llu (%s): refused: plain TCP without integrity (a version 1 client, or no MAC asked) "
+          "from beyond loopback; use pario's client, TLS, or --insecure; closing", (unsigned long long)c->serial,
+          c->peer);
+  srv_reply_error(c, h->id, RIO_EACCES, "plain TCP without integrity (MAC) is refused from beyond loopback: use a "
+                  "version 2 client or TLS (or start the server with --insecure)");
+  return -1;
+}
+
+/* From here on every byte both ways travels in records with a MAC (mac.c). */
+static int start_mac(srv_conn *c, const uint8_t challenge[RIO_NONCE], const uint8_t nonce[RIO_NONCE]) {
+  uint8_t c2s[RIO_TAG], s2c[RIO_TAG];
+  int r = rio_kdf(srv->secret, srv->secret_len, challenge, nonce, c2s, s2c) == 0 && srv_mac_wrap(c, c2s, s2c) == 0;
+  OPENSSL_cleanse(c2s, sizeof c2s);
+  OPENSSL_cleanse(s2c, sizeof s2c);
+  if (!r) srv_log(LOG_ERROR, "conn %llu (%s): cannot start the MAC records (out of memory?); closing",
+                  (unsigned long long)c->serial, c->peer);
+  return r ? 0 : -1;
+}
+
 static int authenticate(srv_conn *c) {
   uint64_t deadline = c->auth_deadline ? c->auth_deadline : srv_now_ns() + AUTH_TIMEOUT_NS;
   uint8_t body[8 + RIO_NONCE], challenge[RIO_NONCE], mac[RIO_MAC], want[RIO_MAC];
   rio_hdr h;
   rio_hello hello;
+  uint16_t version;
+  int use_mac;
   if (recv_fixed(c, RIO_T_HELLO, body, 8 + RIO_NONCE, deadline, &h)) return -1;
   __atomic_store_n(&c->spoke, 1, __ATOMIC_RELEASE);
   if (rio_decode_hello(body, sizeof body, &hello) != 0) {
     proto_error(c, h.id, RIO_EPROTO, "malformed HELLO");
     return -1;
   }
-  if (hello.min_version > RIO_VERSION || hello.max_version < RIO_VERSION) {
-    proto_error(c, h.id, RIO_EPROTO, "unsupported protocol version");
-    return -1;
-  }
+  if (negotiate(c, &h, &hello, &version, &use_mac)) return -1;
   if (rio_random(challenge, sizeof challenge) != 0) {
     srv_log(LOG_ERROR, "RAND_bytes failed: no challenge for conn %llu", (unsigned long long)c->serial);
     return -1;
   }
   uint8_t rb[8 + RIO_NONCE];
   rio_wr w = rio_wr_init(rb, sizeof rb);
-  rio_put_u16(&w, RIO_VERSION);
+  rio_put_u16(&w, version);
   rio_put_u16(&w, 0);
-  rio_put_u32(&w, 0);
+  rio_put_u32(&w, use_mac ? RIO_HELLO_MAC : 0);
   rio_put_bytes(&w, challenge, RIO_NONCE);
   if (srv_reply(c, RIO_T_HELLO, h.id, RIO_OK, rb, w.n)) return -1;
   if (recv_fixed(c, RIO_T_AUTH, mac, RIO_MAC, deadline, &h)) return -1;
@@ -463,7 +505,8 @@ static int authenticate(srv_conn *c) {
   rio_put_u32(&w, srv->cfg.max_segments);
   rio_put_u32(&w, 0);
   rio_put_u64(&w, srv->server_id);
-  return srv_reply(c, RIO_T_AUTH, h.id, RIO_OK, ab, w.n);
+  if (srv_reply(c, RIO_T_AUTH, h.id, RIO_OK, ab, w.n)) return -1;
+  return use_mac ? start_mac(c, challenge, hello.nonce) : 0;
 }
 
 /* ---- the frame loop ---------------------------------------------------------------------------- */

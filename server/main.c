@@ -63,6 +63,8 @@ static void usage(FILE *f) {
           "  --merge-wait MS       forwarder: how long the parts of a collective operation wait for\n"
           "                        the others before they go on one by one (default 50, 0..60000)\n"
           "  --tls-cert F, --tls-key F  TLS (1.2+) with this certificate chain and key (PEM)\n"
+          "  --insecure            serve plain TCP without integrity (version 1 clients) to peers\n"
+          "                        beyond loopback too (default: loopback only)\n"
           "  --emulate SPEC        emulated link and storage: net_latency=100ms,net_bw=20MB/s,\n"
           "                        disk_bw=50MB/s,cache=none|os (docs/remote.md)\n"
           "  --trace DIR           write DIR/server-<port>-<pid>.jsonl (pario trace format): network and\n"
@@ -152,8 +154,8 @@ static void drop_privileges(const srv_config *cfg) {
 
 static void parse_args(int argc, char **argv, srv_config *cfg) {
   enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_FWD, O_CERT, O_KEY,
-         O_TRACE, O_MERGE, O_AUTHTO, O_PEER, O_USER, O_ROOTOK, O_FRAME, O_SEND, O_HANDLES, O_INFLIGHT, O_HELP,
-         O_VERSION };
+         O_TRACE, O_MERGE, O_AUTHTO, O_PEER, O_USER, O_ROOTOK, O_FRAME, O_SEND, O_HANDLES, O_INFLIGHT, O_INSECURE,
+         O_HELP, O_VERSION };
   static const struct option opts[] = {
       {"root", 1, 0, O_ROOT},          {"listen", 1, 0, O_LISTEN},   {"secret-file", 1, 0, O_SECRET},
       {"threads", 1, 0, O_THREADS},    {"max-request", 1, 0, O_MAXREQ}, {"idle-timeout", 1, 0, O_IDLE},
@@ -163,6 +165,7 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
       {"max-unauth-per-peer", 1, 0, O_PEER}, {"user", 1, 0, O_USER},   {"allow-root", 0, 0, O_ROOTOK},
       {"frame-timeout", 1, 0, O_FRAME}, {"send-timeout", 1, 0, O_SEND}, {"max-handles", 1, 0, O_HANDLES},
       {"max-inflight", 1, 0, O_INFLIGHT},
+      {"insecure", 0, 0, O_INSECURE},
           {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
   cfg->threads = 4;
   cfg->max_request = RIO_DEFAULT_MAX_REQUEST;
@@ -185,6 +188,7 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
     case O_CERT: cfg->tls_cert = optarg; break;
     case O_KEY: cfg->tls_key = optarg; break;
     case O_TRACE: cfg->trace_dir = optarg; break;
+    case O_INSECURE: cfg->insecure = 1; break;
     case O_SECRET: cfg->secret_file = optarg; break;
     case O_THREADS: cfg->threads = (int)parse_int("--threads", optarg, 1, 256); break;
     case O_MAXREQ: cfg->max_request = parse_size("--max-request", optarg); break;

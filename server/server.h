@@ -42,6 +42,7 @@ typedef struct srv_config {
   int auth_timeout;   /* seconds from accept to the end of AUTH (TLS handshake included) */
   const char *user;   /* --user: drop root for this user once set up */
   int allow_root;     /* --allow-root: stay root (warned) */
+  int insecure;       /* plain TCP without MAC allowed from any peer (not only loopback) */
   srv_emulate emu;
 } srv_config;
 
@@ -122,6 +123,7 @@ struct srv_conn {
   void *link;              /* the emulated link under io (emulate.c), or NULL */
   void *fwd;               /* forwarder state (forward.c), or NULL */
   void *mem;               /* in-memory stream state (fuzzing) */
+  void *mac;               /* the record layer under io after authentication (mac.c), or NULL */
   struct srv_conn *prev, *next;
 };
 
@@ -265,6 +267,10 @@ const char *srv_type_name(unsigned t);
 int srv_tls_init(const char *cert, const char *key, char *why, size_t whylen);
 int srv_tls_accept(srv_conn *c); /* handshake; on success c->io speaks TLS. 0 or -1 */
 void srv_tls_free(srv_conn *c);
+
+/* mac.c: records with a MAC under c->io (version 2 on plain TCP), keys from rio_kdf. */
+int srv_mac_wrap(srv_conn *c, const uint8_t c2s[RIO_TAG], const uint8_t s2c[RIO_TAG]);
+void srv_mac_free(srv_conn *c);
 
 /* forward.c: the forwarder (--forward-to). */
 int srv_forward_start(void);

@@ -96,3 +96,8 @@ for i, spec in enumerate(emulate):
 hello = struct.pack("<HHI", 1, 1, 0) + bytes(32)
 with open(os.path.join(out, "hello-auth"), "wb") as f:
     f.write(b"\x00" + frame(1, hello, 1) + frame(2, bytes(32), 2))
+# Version 2: HELLO asking for records with a MAC (RIO_HELLO_MAC), then AUTH (wrong MAC: the
+# fuzzer explores the refusal and, where it mutates its way in, the record reader).
+hello2 = struct.pack("<HHI", 1, 2, 1) + bytes(32)
+with open(os.path.join(out, "hello2-mac-auth"), "wb") as f:
+    f.write(b"\x00" + frame(1, hello2, 1) + frame(2, bytes(32), 2) + struct.pack("<I", 24) + bytes(24 + 32))

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,10 +46,12 @@ static uint64_t now_ns(void) {
 /* A connection's byte stream: a TCP socket (non-blocking), inside TLS when ssl is set. One
  * SSL object is used by the receiver and the senders: each SSL call holds lock, the waiting
  * for the socket happens outside it. */
+typedef struct rio_maclink rio_maclink;
 typedef struct rio_link {
   int fd;
   SSL *ssl;
   pthread_mutex_t lock;
+  rio_maclink *mac; /* records with a MAC after authentication (plain TCP, version 2) */
 } rio_link;
 
 static void link_close(rio_link *l);
@@ -135,10 +138,18 @@ static int tls_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, size_t min,
 /* Send (wr) or receive iov (modified) until at least min bytes have moved (*got counts them):
  * a receive may take more, up to the iovecs' room, so what follows arrives with the same call.
  * ms: the longest wait without progress. */
+static int mac_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, size_t min, long long ms, size_t *got);
+static int plain_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, size_t min, long long ms, size_t *got);
+
 static int xfer_some(rio_link *l, int wr, struct iovec *iov, int cnt, size_t min, long long ms, size_t *got) {
-  int fd = l->fd;
   *got = 0;
   if (l->ssl) return tls_xfer(l, wr, iov, cnt, min, ms, got);
+  if (l->mac) return mac_xfer(l, wr, iov, cnt, min, ms, got);
+  return plain_xfer(l, wr, iov, cnt, min, ms, got);
+}
+
+static int plain_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, size_t min, long long ms, size_t *got) {
+  int fd = l->fd;
   while (cnt > 0 && *got < min) {
     if (iov->iov_len == 0) {
       iov++, cnt--;
@@ -166,6 +177,127 @@ static int xfer_some(rio_link *l, int wr, struct iovec *iov, int cnt, size_t min
     int e = wait_fd(fd, wr ? POLLOUT : POLLIN, ms);
     if (e) return e;
   }
+  return 0;
+}
+
+/* ---- records with a MAC (PROTOCOL.md, version 2): the bytes of both directions travel in
+ * records of at most RIO_REC_MAX bytes, each with an HMAC over its sequence number, length and
+ * data, so nothing a relay injects, drops, reorders, replays or alters is ever used. */
+struct rio_maclink {
+  rio_seal tx, rx;
+  pthread_mutex_t tx_lock; /* seq and wire order together */
+  uint8_t *in, *out;       /* the last verified record's data [pos, len); a record being sent */
+  size_t pos, len;
+  long long timeout_ms;    /* a record that has begun must keep coming */
+  char name[300];          /* host:port, for the message */
+};
+
+static int raw_exact(rio_link *l, int wr, void *p, size_t n, long long ms) {
+  struct iovec v = {p, n};
+  size_t got = 0;
+  return plain_xfer(l, wr, &v, 1, SIZE_MAX, ms, &got);
+}
+
+static int mac_bad(rio_maclink *m, const char *what) {
+  pario_log(1, "x-rio://%s: %s: the connection was tampered with on the path (bytes injected, dropped, "
+            "reordered or altered); closing it (use TLS or find what sits between client and server)", m->name, what);
+  return EBADMSG;
+}
+
+static int mac_read_record(rio_link *l, long long ms) {
+  rio_maclink *m = l->mac;
+  uint8_t lb[RIO_REC_HDR];
+  if (ms == 0) { /* a look without waiting (rx_idle): none begun, or the whole record */
+    struct pollfd p = {l->fd, POLLIN, 0};
+    if (poll(&p, 1, 0) == 0) return ETIMEDOUT;
+    ms = m->timeout_ms;
+  }
+  int e = raw_exact(l, 0, lb, sizeof lb, ms);
+  if (e) return e;
+  uint32_t n = (uint32_t)lb[0] | (uint32_t)lb[1] << 8 | (uint32_t)lb[2] << 16 | (uint32_t)lb[3] << 24;
+  if (n == 0 || n > RIO_REC_MAX) return mac_bad(m, "a record from the server has an impossible length");
+  if ((e = raw_exact(l, 0, m->in, (size_t)n + RIO_TAG, ms))) return e;
+  if (!rio_seal_check(&m->rx, m->in, n, m->in + n)) return mac_bad(m, "a record from the server failed its MAC check");
+  m->pos = 0, m->len = n;
+  return 0;
+}
+
+static int mac_send(rio_link *l, struct iovec *iov, int cnt, long long ms, size_t *got) {
+  rio_maclink *m = l->mac;
+  int e = 0;
+  pthread_mutex_lock(&m->tx_lock);
+  while (!e && cnt > 0) {
+    size_t k = 0;
+    while (cnt > 0 && k < RIO_REC_MAX) {
+      size_t t = iov->iov_len < RIO_REC_MAX - k ? iov->iov_len : RIO_REC_MAX - k;
+      memcpy(m->out + RIO_REC_HDR + k, iov->iov_base, t);
+      k += t;
+      pario_iov_advance(&iov, &cnt, t);
+    }
+    if (!k) break;
+    for (int i = 0; i < 4; i++) m->out[i] = (uint8_t)(k >> (8 * i));
+    if (rio_seal_tag(&m->tx, m->out + RIO_REC_HDR, (uint32_t)k, m->out + RIO_REC_HDR + k)) e = EIO;
+    if (!e) e = raw_exact(l, 1, m->out, RIO_REC_HDR + k + RIO_TAG, ms);
+    if (!e) *got += k;
+  }
+  pthread_mutex_unlock(&m->tx_lock);
+  return e;
+}
+
+/* As xfer_some: a receive hands over what the verified records hold, reading more records
+ * while fewer than min bytes have moved. */
+static int mac_xfer(rio_link *l, int wr, struct iovec *iov, int cnt, size_t min, long long ms, size_t *got) {
+  if (wr) return mac_send(l, iov, cnt, ms, got);
+  rio_maclink *m = l->mac;
+  while (cnt > 0) {
+    if (iov->iov_len == 0) {
+      iov++, cnt--;
+      continue;
+    }
+    if (m->pos == m->len) {
+      if (*got >= min) break;
+      int e = mac_read_record(l, ms);
+      if (e) return e;
+    }
+    size_t k = iov->iov_len < m->len - m->pos ? iov->iov_len : m->len - m->pos;
+    memcpy(iov->iov_base, m->in + m->pos, k);
+    m->pos += k, *got += k;
+    pario_iov_advance(&iov, &cnt, k);
+  }
+  return 0;
+}
+
+static void mac_free(rio_link *l) {
+  rio_maclink *m = l->mac;
+  if (!m) return;
+  rio_seal_free(&m->tx);
+  rio_seal_free(&m->rx);
+  pthread_mutex_destroy(&m->tx_lock);
+  free(m->in);
+  free(m->out);
+  free(m);
+  l->mac = NULL;
+}
+
+/* After AUTH: the keys of both directions from the handshake, records from now on. */
+static int mac_start(rio_link *l, const char *host, const char *port, long long ms, const uint8_t *secret,
+                     size_t slen, const uint8_t ch[RIO_NONCE], const uint8_t nonce[RIO_NONCE]) {
+  uint8_t c2s[RIO_TAG], s2c[RIO_TAG];
+  rio_maclink *m = calloc(1, sizeof *m);
+  if (!m) return ENOMEM;
+  m->in = malloc(RIO_REC_MAX + RIO_TAG);
+  m->out = malloc(RIO_REC_HDR + RIO_REC_MAX + RIO_TAG);
+  int e = m->in && m->out ? 0 : ENOMEM;
+  if (!e && rio_kdf(secret, slen, ch, nonce, c2s, s2c)) e = EIO;
+  if (!e && rio_seal_init(&m->tx, c2s)) e = EIO;
+  if (!e && rio_seal_init(&m->rx, s2c)) rio_seal_free(&m->tx), e = EIO;
+  OPENSSL_cleanse(c2s, sizeof c2s);
+  OPENSSL_cleanse(s2c, sizeof s2c);
+  if (e) return free(m->in), free(m->out), free(m), e;
+  pthread_mutex_init(&m->tx_lock, NULL);
+  snprintf(m->name, sizeof m->name, "%s:%s", host, port);
+  m->timeout_ms = ms;
+  l->mac = m;
   return 0;
 }
 
@@ -715,6 +847,7 @@ static int handshake_call(rio_link *fd, unsigned type, const uint8_t *body, size
   struct iovec v[2] = {{hb, sizeof hb}, {(void *)body, blen}};
   int e = xfer_iov(fd, 1, v, 2, ms);
   if (!e) e = read_exact(fd, hb, sizeof hb, ms);
+  if (!e && !fd->ssl && (hb[0] == 0x15 || hb[0] == 0x16) && hb[1] == 3) e = EPROTONOSUPPORT; /* a TLS record */
   if (!e && (rio_hdr_decode(hb, &h) || !(h.type & RIO_REPLY) || h.len < RIO_STATUS || h.len > 4096)) e = EPROTO;
   if (!e) e = read_exact(fd, sb, sizeof sb, ms);
   if (e) return e;
@@ -728,7 +861,10 @@ static int handshake_call(rio_link *fd, unsigned type, const uint8_t *body, size
 
 /* HELLO and AUTH: both sides prove they know the secret. */
 static int authenticate(rio_conn *c, const uint8_t *secret, size_t slen) {
-  rio_hello m = {RIO_VERSION, RIO_VERSION, 0, {0}};
+  /* Plain TCP: version 2 with records under a MAC, nothing less (no downgrade to be had);
+   * TLS protects the bytes already. */
+  int tls = c->link.ssl != NULL;
+  rio_hello m = {tls ? 1 : 2, RIO_PROTO_VERSION, tls ? 0 : RIO_HELLO_MAC, {0}};
   uint8_t b[64], rep[SMALL_REPLY], mac[RIO_MAC];
   if (rio_random(m.nonce, sizeof m.nonce)) return EIO;
   size_t n = rio_encode_hello(b, sizeof b, &m);
@@ -737,9 +873,10 @@ static int authenticate(rio_conn *c, const uint8_t *secret, size_t slen) {
   rio_rd rd = rio_rd_init(rep, 40);
   c->version = rio_get_u16(&rd);
   rio_get_u16(&rd);
-  rio_get_u32(&rd);
+  uint32_t sflags = rio_get_u32(&rd);
   const uint8_t *challenge = rio_get_bytes(&rd, RIO_NONCE);
-  if (c->version != RIO_VERSION || !challenge) return EPROTO;
+  if (c->version < m.min_version || c->version > m.max_version || !challenge) return EPROTO;
+  if (!tls && !(sflags & RIO_HELLO_MAC)) return EPROTO;
   uint8_t ch[RIO_NONCE];
   memcpy(ch, challenge, sizeof ch);
   if (rio_auth_mac(secret, slen, 0, ch, m.nonce, mac)) return EIO;
@@ -752,7 +889,7 @@ static int authenticate(rio_conn *c, const uint8_t *secret, size_t slen) {
   if (rio_auth_mac(secret, slen, 1, ch, m.nonce, mac)) return EIO;
   if (!smac || !rio_mac_equal(smac, mac)) return EACCES; /* the server does not know the secret */
   if (c->max_request < RIO_MIN_MAX_REQUEST || c->max_segments < 1) return EPROTO;
-  return 0;
+  return tls ? 0 : mac_start(&c->link, c->host, c->port, c->timeout_ms, secret, slen, ch, m.nonce);
 }
 
 /* Tracing on: the server's clock against this process's, through PING (the exchange with the
@@ -851,6 +988,7 @@ static int tls_start(rio_link *l, const char *host, const char *ca, long long ms
 }
 
 static void link_close(rio_link *l) {
+  mac_free(l);
   if (l->ssl) SSL_free(l->ssl);
   l->ssl = NULL;
   close(l->fd);
@@ -867,6 +1005,22 @@ typedef struct rio_where {
   size_t slen;
   long long timeout_ms;
 } rio_where;
+
+/* Why a handshake failed, in one line that says what to do. */
+static void say_refused(const rio_where *w, int e) {
+  const char *hp = w->host, *pt = w->port;
+  if (e == EACCES)
+    pario_log(1, "x-rio://%s:%s: the server refused the secret in %s: check that client and server use the same "
+              "secret file", hp, pt, w->secret_file);
+  else if (e == EPROTONOSUPPORT)
+    pario_log(1, "x-rio://%s:%s: the server speaks TLS: set pario_rio_tls=true (PARIO_RIO_TLS)", hp, pt);
+  else if (e == EPROTO && w->tls)
+    pario_log(1, "x-rio://%s:%s: no TLS or pario handshake: is the server started without --tls-cert? then unset "
+              "pario_rio_tls", hp, pt);
+  else if (e == EBUSY)
+    pario_log(1, "x-rio://%s:%s: the server refused the connection for load (server busy): try again later or "
+              "raise its --max-conns", hp, pt);
+}
 
 /* A live connection for w from the cache, or a new one (connected and authenticated). */
 static int conn_get(const rio_where *w, rio_conn **out) {
@@ -895,6 +1049,7 @@ static int conn_get(const rio_where *w, rio_conn **out) {
     c->timeout_ms = w->timeout_ms;
     e = w->tls ? tls_start(&c->link, w->host, w->tls_ca, w->timeout_ms) : 0;
     if (!e) e = authenticate(c, w->secret, w->slen);
+    if (e) say_refused(w, e);
     if (!e && PARIO_TRACING()) measure_server_clock(c);
     if (e) link_close(&c->link);
   }
@@ -913,8 +1068,10 @@ static int conn_get(const rio_where *w, rio_conn **out) {
     pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
     pthread_t tid;
     c->rx = malloc(RX_CAP);
-    c->outq = c->link.ssl ? NULL : malloc(OUTQ_CAP); /* TLS: every frame is sent by its caller */
-    e = c->rx && (c->outq || c->link.ssl) ? pthread_create(&tid, &ta, receiver, c) : ENOMEM;
+    /* TLS and MAC: every frame is sent by its caller (the queue goes out raw) */
+    int direct = c->link.ssl || c->link.mac;
+    c->outq = direct ? NULL : malloc(OUTQ_CAP);
+    e = c->rx && (c->outq || direct) ? pthread_create(&tid, &ta, receiver, c) : ENOMEM;
     pthread_attr_destroy(&ta);
     if (e) {
       free(c->rx);
@@ -975,6 +1132,17 @@ static const char *setting(const pario_drv_args *a, const char *key, const char 
   return v && *v ? v : NULL;
 }
 
+/* pario_rio_tls's value: 1, 0, or -1 for a word it does not know (never silently off). */
+static int tls_word(const char *v) {
+  static const char *const on[] = {"true", "yes", "on", "1", "enable"}, *const off[] = {"false", "no", "off", "0", "disable"};
+  if (!v) return 0;
+  for (int i = 0; i < 5; i++) {
+    if (!strcasecmp(v, on[i])) return 1;
+    if (!strcasecmp(v, off[i])) return 0;
+  }
+  return -1;
+}
+
 /* The name, the secret and the timeout: hints win over the environment. */
 static int configure(rio_where *w, const char *name, const pario_drv_args *a) {
   if (rio_parse_name(name, w->host, sizeof w->host, w->port, sizeof w->port, &w->path)) return EINVAL;
@@ -983,7 +1151,11 @@ static int configure(rio_where *w, const char *name, const pario_drv_args *a) {
   w->timeout_ms = s > 0 && s < 1e7 ? (long long)(s * 1000) : DEFAULT_TIMEOUT_MS;
   if (w->timeout_ms < 1) w->timeout_ms = 1;
   const char *tls = setting(a, "pario_rio_tls", "PARIO_RIO_TLS"), *ca = setting(a, "pario_rio_tls_ca", "PARIO_RIO_TLS_CA");
-  w->tls = tls && (!strcmp(tls, "true") || !strcmp(tls, "enable") || !strcmp(tls, "1"));
+  if ((w->tls = tls_word(tls)) < 0) {
+    pario_log(1, "x-rio://%s: pario_rio_tls / PARIO_RIO_TLS is '%s': use true/false, yes/no, on/off, 1/0 or "
+              "enable/disable", name, tls);
+    return EINVAL;
+  }
   snprintf(w->tls_ca, sizeof w->tls_ca, "%s", ca ? ca : "");
   const char *sf = setting(a, "pario_rio_secret_file", "PARIO_RIO_SECRET_FILE");
   if (!sf) {
@@ -1473,7 +1645,7 @@ void pario_rio_describe(void *handle, pario_rio_info *out) {
   out->requests = __atomic_load_n(&h->nio, __ATOMIC_RELAXED);
   pthread_mutex_lock(&h->lock);
   out->connected = h->conn != NULL;
-  out->version = h->conn ? h->conn->version : RIO_VERSION;
+  out->version = h->conn ? h->conn->version : RIO_PROTO_VERSION;
   pthread_mutex_unlock(&h->lock);
 }
 

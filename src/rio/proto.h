@@ -9,7 +9,12 @@
 #include <stdint.h>
 
 #define RIO_MAGIC 0x4F495250u /* "PRIO" little-endian */
-#define RIO_VERSION 1
+#define RIO_VERSION 1       /* of the frame header: unchanged in protocol version 2 */
+#define RIO_PROTO_VERSION 2 /* the highest session version (HELLO) this codec speaks */
+#define RIO_HELLO_MAC 1u    /* HELLO flag: records with a MAC after AUTH (PROTOCOL.md, version 2) */
+#define RIO_REC_MAX 65536u  /* the largest record's data */
+#define RIO_REC_HDR 4       /* u32 len */
+#define RIO_TAG 32          /* HMAC-SHA-256 */
 #define RIO_HDR_SIZE 24
 #define RIO_REPLY 0x8000u
 #define RIO_NONCE 32
@@ -250,6 +255,24 @@ int rio_mac_equal(const uint8_t a[RIO_MAC], const uint8_t b[RIO_MAC]);
  * RIO_MIN_SECRET left. 0, or an errno value (EINVAL: too short or too long; the message buffer
  * says why). */
 int rio_read_secret(const char *path, uint8_t *buf, size_t *len, char *why, size_t whylen);
+
+/* ---- integrity after authentication (version 2, RIO_HELLO_MAC) ---------------------------------
+ * Each direction's key: HMAC-SHA-256(PRK, label) with PRK = HMAC-SHA-256(secret, "pario-rio-v2
+ * kdf" || challenge || nonce) and label "pario-rio-v2 c2s" or "pario-rio-v2 s2c". A record is
+ * u32 len (1..RIO_REC_MAX), len bytes, tag = HMAC-SHA-256(key, u64 seq || u32 len || data), seq
+ * counting the direction's records from 0. */
+int rio_kdf(const uint8_t *secret, size_t slen, const uint8_t challenge[RIO_NONCE], const uint8_t nonce[RIO_NONCE],
+            uint8_t c2s[RIO_TAG], uint8_t s2c[RIO_TAG]);
+typedef struct rio_seal {
+  void *ctx; /* EVP_MAC_CTX * keyed once */
+  uint64_t seq;
+} rio_seal;
+int rio_seal_init(rio_seal *s, const uint8_t key[RIO_TAG]); /* 0 or -1 */
+void rio_seal_free(rio_seal *s);
+/* The tag of the next record (seq advances): 0 or -1. */
+int rio_seal_tag(rio_seal *s, const uint8_t *data, uint32_t len, uint8_t tag[RIO_TAG]);
+/* Check the next record's tag in constant time (seq advances): 1 if it is right. */
+int rio_seal_check(rio_seal *s, const uint8_t *data, uint32_t len, const uint8_t tag[RIO_TAG]);
 
 /* ---- names ------------------------------------------------------------------------------- */
 /* Split "host:port/path" (what follows "x-rio://"): host may be [v6]. 0 or EINVAL. The path

@@ -64,7 +64,7 @@ static void basic(const char *url) {
   CHECK(rc == MPI_SUCCESS, "open: %s", err_text(rc));
   if (rc != MPI_SUCCESS) return;
   CHECK(!strcmp(info_get(fh, "pario_rio_server", v, sizeof v), host), "pario_rio_server %s, want %s", v, host);
-  CHECK(!strcmp(info_get(fh, "pario_rio_protocol", v, sizeof v), "1"), "pario_rio_protocol %s", v);
+  CHECK(!strcmp(info_get(fh, "pario_rio_protocol", v, sizeof v), "2"), "pario_rio_protocol %s", v);
   CHECK(!strcmp(info_get(fh, "pario_rio_timeout", v, sizeof v), "20"), "pario_rio_timeout %s", v);
   CHECK(!strcmp(info_get(fh, "pario_rio_secret_file", v, sizeof v), getenv("PARIO_RIO_SECRET_FILE")),
         "pario_rio_secret_file %s", v);

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 FORMAT = "pario-trace"
+_SPAN = b'{"type":"span"'
 VERSION = 1
 
 
@@ -210,6 +211,7 @@ def read_file(path: str, warnings: List[str], keep: bool = True) -> Optional[Pro
             if p is None:
                 try:
                     p = _header(parse(line), path)
+                    threads, last_end = p.threads, p.last_end
                 except ValueError as e:
                     warnings.append(f"{path}:1: not JSON ({getattr(e, 'msg', e)}), file left out")
                     return None
@@ -217,6 +219,28 @@ def read_file(path: str, warnings: List[str], keep: bool = True) -> Optional[Pro
                     warnings.append(f"{e}, file left out")
                     return None
                 continue
+            if line.startswith(_SPAN):  # the hot path: a span as the C writers write it
+                try:
+                    obj = loads(line)
+                    t, d, tid = obj["t"], obj["d"], obj.get("tid", 0)
+                except (ValueError, KeyError):
+                    t = d = tid = None
+                if t.__class__ is int and d.__class__ is int and d >= 0 and tid.__class__ is int:
+                    if tid not in threads:
+                        threads[tid] = str(obj.get("thread", f"thread {tid}"))
+                    b = t + d
+                    if p.lo is None or t < p.lo:
+                        p.lo = t
+                    if p.hi is None or b > p.hi:
+                        p.hi = b
+                    key = (b, -t)  # a thread's spans at their end: children before parents
+                    if key < last_end.get(tid, key):
+                        p.ordered = False
+                    last_end[tid] = key
+                    p.events += 1
+                    if keep:
+                        p.spans.append(obj)
+                    continue
             if not line.strip():
                 continue
             try:

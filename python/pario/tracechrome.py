@@ -109,28 +109,34 @@ class _Flows:
             return
         import numpy as np
         ids = np.frombuffer(self.ids, dtype=np.uint64)
-        t = np.frombuffer(self.t, dtype=np.int64)
-        where = np.frombuffer(self.where, dtype=np.int64)
-        order = np.lexsort((t, ids))  # by id, then time (stable: equal times keep reading order)
-        ids, t, where = ids[order], t[order], where[order]
-        del order
-        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-        ends = np.r_[starts[1:], len(ids)]
-        seq = 0
-        for lo, hi in zip(starts.tolist(), ends.tolist()):
-            w = where[lo:hi].tolist()
-            src = [i for i, x in enumerate(w) if x & 1]
-            dst = [i for i, x in enumerate(w) if not x & 1]
-            if not src or not dst:
-                continue
-            seq += 1
-            chain = [src[0]] + dst
-            ts = t[lo:hi].tolist()
-            for k, i in enumerate(chain):
-                ph = "s" if k == 0 else ("f" if k == len(chain) - 1 else "t")
-                # 1 ns into the slice, so that every hop lies inside the slice it belongs to
-                yield {"ph": ph, "id": seq, "name": "request", "cat": "flow", "pid": w[i] >> 33,
-                       "tid": (w[i] >> 1) & 0xFFFFFFFF, "ts": (ts[i] - origin) / 1000.0 + 0.001, "bp": "e"}
+        order = np.lexsort((np.frombuffer(self.t, dtype=np.int64), ids))  # by id, then time (stable)
+        ids = ids[order]
+        where = np.frombuffer(self.where, dtype=np.int64)[order]
+        client = (where & 1).astype(bool)
+        new = np.r_[True, ids[1:] != ids[:-1]]
+        del ids
+        g = np.cumsum(new) - 1                      # the request (group) of each hop
+        starts = np.flatnonzero(new)
+        nclient = np.add.reduceat(client.astype(np.int64), starts)
+        ok = (nclient > 0) & (nclient < np.diff(np.r_[starts, len(g)]))  # both a client and a server hop
+        seq = np.cumsum(ok)                         # arrows numbered in the order of the ids
+        hop = ok[g]
+        first_client = np.flatnonzero(client & hop)
+        first_client = first_client[np.r_[True, g[first_client][1:] != g[first_client][:-1]]]
+        servers = np.flatnonzero(~client & hop)
+        last = np.r_[g[servers][1:] != g[servers][:-1], True]
+        # the arrow: its first client hop, then its server hops in time order
+        pick = np.r_[first_client, servers]
+        phase = np.r_[np.zeros(len(first_client), np.int64), np.where(last, 2, 1)]
+        out = np.lexsort((np.r_[np.zeros(len(first_client), np.int64), np.ones(len(servers), np.int64)],
+                          g[pick]))
+        pick, phase = pick[out], phase[out]
+        t = np.frombuffer(self.t, dtype=np.int64)[order][pick]
+        names = ("s", "t", "f")
+        for i, ph, ts, w in zip(seq[g[pick]].tolist(), phase.tolist(), t.tolist(), where[pick].tolist()):
+            # 1 ns into the slice, so that every hop lies inside the slice it belongs to
+            yield {"ph": names[ph], "id": i, "name": "request", "cat": "flow", "pid": w >> 33,
+                   "tid": (w >> 1) & 0xFFFFFFFF, "ts": (ts - origin) / 1000.0 + 0.001, "bp": "e"}
 
 
 def _args(e: dict, files: Dict[int, str]) -> dict:

@@ -4,7 +4,7 @@ Events go to the file in batches as each process's file is read (tracestream: pa
 memory does not grow with the trace, except for one compact table: every span that carries
 a request id (`flow`) leaves 32 bytes (id, time, process, thread) in arrays, from which the
 arrows (flow events s / t / f) from a client's request to the server operations it caused
-are drawn at the end; sorting them takes about as much again. Per process the writer keeps
+are drawn at the end (sorting them takes about as much again, briefly). Per process the writer keeps
 one stack per thread (to clamp a span that outlives its parent, see `_Clamp`) and the
 bytes/s bins (200 of them).
 """
@@ -108,35 +108,53 @@ class _Flows:
         if not self.ids:
             return
         import numpy as np
-        ids = np.frombuffer(self.ids, dtype=np.uint64)
-        order = np.lexsort((np.frombuffer(self.t, dtype=np.int64), ids))  # by id, then time (stable)
-        ids = ids[order]
-        where = np.frombuffer(self.where, dtype=np.int64)[order]
-        client = (where & 1).astype(bool)
-        new = np.r_[True, ids[1:] != ids[:-1]]
+        order = np.lexsort((np.frombuffer(self.t, np.int64), np.frombuffer(self.ids, np.uint64)))  # stable
+        ids = np.frombuffer(self.ids, np.uint64)[order]
+        new = np.empty(len(ids), bool)
+        new[0] = True
+        np.not_equal(ids[1:], ids[:-1], out=new[1:])
         del ids
+        t = np.frombuffer(self.t, np.int64)[order]
+        where = np.frombuffer(self.where, np.int64)[order]
+        del order
+        self.ids, self.t, self.where = array("Q"), array("q"), array("q")  # the table is sorted: free it
         g = np.cumsum(new) - 1                      # the request (group) of each hop
         starts = np.flatnonzero(new)
-        nclient = np.add.reduceat(client.astype(np.int64), starts)
+        del new
+        client = (where & 1).astype(bool)
+        nclient = np.add.reduceat(client.astype(np.int32), starts)
         ok = (nclient > 0) & (nclient < np.diff(np.r_[starts, len(g)]))  # both a client and a server hop
+        del nclient, starts
         seq = np.cumsum(ok)                         # arrows numbered in the order of the ids
         hop = ok[g]
-        first_client = np.flatnonzero(client & hop)
-        first_client = first_client[np.r_[True, g[first_client][1:] != g[first_client][:-1]]]
-        servers = np.flatnonzero(~client & hop)
-        last = np.r_[g[servers][1:] != g[servers][:-1], True]
-        # the arrow: its first client hop, then its server hops in time order
-        pick = np.r_[first_client, servers]
-        phase = np.r_[np.zeros(len(first_client), np.int64), np.where(last, 2, 1)]
-        out = np.lexsort((np.r_[np.zeros(len(first_client), np.int64), np.ones(len(servers), np.int64)],
-                          g[pick]))
-        pick, phase = pick[out], phase[out]
-        t = np.frombuffer(self.t, dtype=np.int64)[order][pick]
+        del ok
+        first = np.flatnonzero(client & hop)
+        first = first[np.r_[True, g[first][1:] != g[first][:-1]]]  # each request's first client hop
+        keep = ~client & hop
+        del client, hop
+        keep[first] = True
+        pick = np.flatnonzero(keep)                 # per request: its first client hop and its server hops
+        del keep
+        if not len(pick):
+            return
+        src = np.zeros(len(pick), bool)
+        src[np.searchsorted(pick, first)] = True
+        head = np.r_[True, g[pick][1:] != g[pick][:-1]]
+        if not np.array_equal(head, src):  # a server hop before the client's (clock error): client first
+            order = np.lexsort((~src, g[pick]))
+            pick, src = pick[order], src[order]
+            del order
+        last = np.r_[g[pick][1:] != g[pick][:-1], True]
+        phase = np.where(src, 0, np.where(last, 2, 1))
+        del head, last, src, first
         names = ("s", "t", "f")
-        for i, ph, ts, w in zip(seq[g[pick]].tolist(), phase.tolist(), t.tolist(), where[pick].tolist()):
-            # 1 ns into the slice, so that every hop lies inside the slice it belongs to
-            yield {"ph": names[ph], "id": i, "name": "request", "cat": "flow", "pid": w >> 33,
-                   "tid": (w >> 1) & 0xFFFFFFFF, "ts": (ts - origin) / 1000.0 + 0.001, "bp": "e"}
+        for k in range(0, len(pick), 65536):        # a slice at a time: no Python list of the table
+            p = pick[k:k + 65536]
+            for i, ph, ts, w in zip(seq[g[p]].tolist(), phase[k:k + 65536].tolist(), t[p].tolist(),
+                                    where[p].tolist()):
+                # 1 ns into the slice, so that every hop lies inside the slice it belongs to
+                yield {"ph": names[ph], "id": i, "name": "request", "cat": "flow", "pid": w >> 33,
+                       "tid": (w >> 1) & 0xFFFFFFFF, "ts": (ts - origin) / 1000.0 + 0.001, "bp": "e"}
 
 
 def _args(e: dict, files: Dict[int, str]) -> dict:

@@ -125,6 +125,8 @@ class _Flows:
         nclient = np.add.reduceat(client.astype(np.int32), starts)
         ok = (nclient > 0) & (nclient < np.diff(np.r_[starts, len(g)]))  # both a client and a server hop
         del nclient, starts
+        if not ok.any():  # no request reached a server of this trace (or no server)
+            return
         seq = np.cumsum(ok)                         # arrows numbered in the order of the ids
         hop = ok[g]
         del ok
@@ -135,8 +137,6 @@ class _Flows:
         keep[first] = True
         pick = np.flatnonzero(keep)                 # per request: its first client hop and its server hops
         del keep
-        if not len(pick):
-            return
         src = np.zeros(len(pick), bool)
         src[np.searchsorted(pick, first)] = True
         head = np.r_[True, g[pick][1:] != g[pick][:-1]]

@@ -135,3 +135,17 @@ def test_cli_streams_with_losses(big, tmp_path, capsys):
     assert _events(out)[1] == collections.Counter(json.dumps(
         dict(e, args={"bytes/s": round(e["args"]["bytes/s"], 3)}) if e["name"] == "bytes/s" else e, sort_keys=True)
         for e in json.loads(json.dumps(tr.chrome_events(mem))))
+
+
+def test_merge_without_server(big, tmp_path):
+    """Requests that reached no server of the trace: no arrow, and the rest merged."""
+    d = tmp_path / "clients"
+    d.mkdir()
+    for name in os.listdir(big):
+        if name.startswith("client-"):
+            (d / name).write_text(open(os.path.join(big, name)).read())
+    out = str(tmp_path / "m.json")
+    n = tr.merge_json(tr.scan(str(d)), out)
+    doc, got = _events(out)
+    assert sum(got.values()) == n and not [e for e in doc["traceEvents"] if e["ph"] in "stf"]
+    assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == sum(len(p.spans) for p in tr.load(str(d)).procs)

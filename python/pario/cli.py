@@ -240,7 +240,9 @@ def cmd_trace(args) -> int:
     if args.trace_command == "experiment":
         return cmd_experiment(args)
     try:
-        t = tr.load(args.dir)
+        # merge -o and stats stream (two passes over the files, memory independent of their
+        # length: python/pario/tracestream.py); OTF2 and the report read the trace into memory
+        t = tr.scan(args.dir) if args.trace_command in ("merge", "stats") else tr.load(args.dir)
         for w in t.warnings:
             print(f"pario: warning: {w}", file=sys.stderr)
         if args.trace_command == "merge":
@@ -250,7 +252,7 @@ def cmd_trace(args) -> int:
                 n = tr.merge_json(t, args.output)
                 print(f"{args.output}: {n} events from {len(t.procs)} process(es)")
             if args.otf2:
-                n = tr.merge_otf2(t, args.otf2)
+                n = tr.merge_otf2(tr.load(args.dir), args.otf2)
                 print(f"{os.path.join(args.otf2, 'traces.otf2')}: {n} events from {len(t.procs)} process(es)")
         elif args.trace_command == "stats":
             w = _window(tr, t, args)

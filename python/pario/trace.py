@@ -18,115 +18,24 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from .tracefile import (Proc, Trace, TraceError, _bytes_of, by_thread, load, nest,  # noqa: F401
                         outermost, overlap, read_file)
+from .tracechrome import SERVER_BASE_PID, chrome_stream, write_chrome  # noqa: F401
+from .tracestream import events, scan  # noqa: F401
 from .tracestats import (RANK_COLUMNS, SERVER_COLUMNS, RankStats, ServerStats, rank_rows,  # noqa: F401
                          rank_stats, server_rows, server_stats, stats_text, text_table, window_of)
 
-SERVER_BASE_PID = 100000  # Chrome process ids of servers (clients use their rank)
 
 
-# ---- Chrome / Perfetto trace-event JSON ----------------------------------------------------
-
-def _cpid(p: Proc, servers: List[Proc]) -> int:
-    return p.rank if p.kind == "client" else SERVER_BASE_PID + servers.index(p)
-
-
-def _rate_counters(p: Proc, origin: int, pid: int, lo: int, hi: int) -> List[dict]:
-    """bytes/s of the process's storage traffic (client: driver spans; server: storage spans),
-    in bins of 1/200 of the trace (at least 1 ms), each span's bytes spread over its time."""
-    cat = "driver" if p.kind == "client" else "storage"
-    spans = [e for e in p.spans if e.get("cat") == cat and _bytes_of(e) > 0]
-    if not spans or hi <= lo:
-        return []
-    width = max(1_000_000, (hi - lo) // 200)
-    nb = (hi - lo) // width + 1
-    bins = [0.0] * nb
-    for e in spans:
-        a, b, n = e["t"] + p.offset, e["t"] + e["d"] + p.offset, _bytes_of(e)
-        if b <= a:
-            bins[min(nb - 1, (a - lo) // width)] += n
-            continue
-        for k in range((a - lo) // width, min(nb - 1, (b - lo) // width) + 1):
-            s, t = lo + k * width, lo + (k + 1) * width
-            bins[k] += n * max(0, min(b, t) - max(a, s)) / (b - a)
-    return [{"ph": "C", "name": "bytes/s", "pid": pid, "tid": 0, "ts": (lo + k * width - origin) / 1000.0,
-             "args": {"bytes/s": v * 1e9 / width}} for k, v in enumerate(bins)] + \
-           [{"ph": "C", "name": "bytes/s", "pid": pid, "tid": 0, "ts": (lo + nb * width - origin) / 1000.0,
-             "args": {"bytes/s": 0}}]
-
-
-def _args(e: dict, p: Proc) -> dict:
-    a = dict(e.get("args") or {})
-    f = a.get("file")
-    if f in p.files:
-        a["file_name"] = p.files[f]
-    if "flow" in e:
-        a["request_id"] = str(e["flow"])
-    return a
-
+# ---- Chrome / Perfetto trace-event JSON (python/pario/tracechrome.py) -----------------------
 
 def chrome_events(trace: Trace) -> List[dict]:
-    lo, hi = trace.bounds()
-    origin = lo
-    servers = trace.servers
-    out: List[dict] = []
-    flows: Dict[int, List[Tuple[int, dict, int, int]]] = {}  # id -> [(t, span, pid, tid)]
-    for order, p in enumerate(trace.procs):
-        pid = _cpid(p, servers)
-        label = p.name + (f" ({p.host})" if p.host else "")
-        out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": label}})
-        out.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": order}})
-        for tid, tname in sorted(p.threads.items()):
-            out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": tname}})
-        for tid, spans in by_thread(p).items():
-            for e, _, a, b in nest(spans):
-                ev = {"ph": "X", "name": e.get("name", "?"), "cat": e.get("cat", "?"), "pid": pid, "tid": tid,
-                      "ts": (a + p.offset - origin) / 1000.0, "dur": (b - a) / 1000.0, "args": _args(e, p)}
-                out.append(ev)
-                if isinstance(e.get("flow"), int) and e["flow"]:
-                    flows.setdefault(e["flow"], []).append((a + p.offset, e, pid, tid, p.kind))
-        for e in p.instants:
-            out.append({"ph": "i", "s": "t", "name": e.get("name", "?"), "cat": e.get("cat", "?"), "pid": pid,
-                        "tid": e.get("tid", 0), "ts": (e["t"] + p.offset - origin) / 1000.0, "args": _args(e, p)})
-        for e in p.counters:
-            out.append({"ph": "C", "name": e.get("name", "?"), "pid": pid, "tid": 0,
-                        "ts": (e["t"] + p.offset - origin) / 1000.0, "args": {e.get("name", "value"): e["value"]}})
-        out.extend(_rate_counters(p, origin, pid, lo, hi))
-    out.extend(_flow_events(flows, origin))
-    return out
-
-
-def _flow_events(flows, origin: int) -> List[dict]:
-    """Arrows from a client's driver operation to the server operations it caused (flow
-    events s / t / f, bound to the enclosing slices). Ids are renumbered: JSON readers keep
-    only 53 bits of an integer."""
-    out, seq = [], 0
-    for fid in sorted(flows):
-        hops = sorted(flows[fid], key=lambda h: h[0])
-        src = [h for h in hops if h[4] == "client"]
-        dst = [h for h in hops if h[4] == "server"]
-        if not src or not dst:
-            continue
-        seq += 1
-        chain = [src[0]] + dst
-        for i, (t, e, pid, tid, _) in enumerate(chain):
-            ph = "s" if i == 0 else ("f" if i == len(chain) - 1 else "t")
-            # 1 ns into the slice, so that every hop lies inside the slice it belongs to
-            ev = {"ph": ph, "id": seq, "name": "request", "cat": "flow", "pid": pid, "tid": tid,
-                  "ts": (t - origin) / 1000.0 + 0.001, "bp": "e"}
-            out.append(ev)
-    return out
+    """Every event of the merged timeline, as a list (small traces; merge_json streams)."""
+    return list(chrome_stream(trace, events))
 
 
 def merge_json(trace: Trace, out_path: str) -> int:
-    events = chrome_events(trace)
-    doc = {"traceEvents": events, "displayTimeUnit": "ns",
-           "otherData": {"format": "pario trace merge", "processes": len(trace.procs),
-                         "clock": {p.name: {"offset_ns": p.offset, "err_ns": p.err} for p in trace.procs}}}
-    tmp = out_path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(doc, fh, separators=(",", ":"))
-    os.replace(tmp, out_path)
-    return len(events)
+    """Write the merged timeline to out_path as it is made; the number of events. With a
+    trace from `scan` (its events not in memory) the files are read again one line at a time."""
+    return write_chrome(trace, events, out_path)
 
 
 # ---- OTF2 ----------------------------------------------------------------------------------

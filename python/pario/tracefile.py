@@ -13,10 +13,16 @@ import glob
 import json
 import os
 import re
+
+try:
+    from orjson import loads  # pinned in python/pyproject.toml; about 3x the standard library's speed
+except ImportError:  # a Python without the venv (ctest's check scripts use Debian's python3)
+    from json import loads
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 FORMAT = "pario-trace"
+_SPAN = b'{"type":"span"'
 VERSION = 1
 
 
@@ -48,6 +54,12 @@ class Proc:
     bad_lines: int = 0        # lines skipped here: not JSON, or not a valid event
     filter_spec: str = ""     # the record-time filter (PARIO_TRACE_FILTER), "" when none
     filtered_calls: int = 0   # calls it left out
+    events: int = 0           # spans, instants and counters read
+    lo: Optional[int] = None  # first and last instant of its events, on its own clock
+    hi: Optional[int] = None
+    ordered: bool = True      # every thread's spans in the writers' order (at their end)
+    kept: bool = True         # its events are in spans/instants/counters (False: read_file(keep=False))
+    last_end: Dict[int, Tuple[int, int]] = field(default_factory=dict, repr=False)
 
     @property
     def sort_key(self) -> Tuple[int, int, str]:
@@ -71,6 +83,11 @@ class Trace:
         """First and last instant of the whole trace on rank 0's clock (ns)."""
         lo, hi = None, None
         for p in self.procs:
+            if not p.kept and p.lo is not None:  # a first pass's: its bounds, not its events
+                a, b = p.lo + p.offset, p.hi + p.offset
+                lo = a if lo is None or a < lo else lo
+                hi = b if hi is None or b > hi else hi
+                continue
             for e in p.spans:
                 a, b = e["t"] + p.offset, e["t"] + e["d"] + p.offset
                 lo = a if lo is None or a < lo else lo
@@ -88,7 +105,7 @@ _NAME = re.compile(r"^(client|server)-[^/]+\.jsonl$")
 def _int(obj: dict, key: str, where: str) -> int:
     v = obj.get(key)
     if not isinstance(v, int) or isinstance(v, bool):
-        raise TraceError(f"{where}: field {key!r} must be an integer")
+        raise TraceError(f"{where}: field {key!r} must be an integer" if where else f"field {key!r} must be an integer")
     return v
 
 
@@ -110,23 +127,44 @@ def _header(obj: dict, path: str) -> Proc:
     return p
 
 
-def _event(p: Proc, obj: dict, where: str) -> None:
+def valid(obj) -> str:
+    """The line's type after checking what readers rely on: events need an integer `t`,
+    spans a duration >= 0, counters a numeric value, a `dropped` note a count; otherwise
+    TraceError with the reason (the caller adds where)."""
+    if not isinstance(obj, dict):
+        raise TraceError("an event must be a JSON object")
     typ = obj.get("type")
     if typ in ("span", "instant", "counter"):
-        _int(obj, "t", where)
+        _int(obj, "t", "")
+        if typ == "span" and _int(obj, "d", "") < 0:
+            raise TraceError("negative duration")
+        if typ == "counter" and not isinstance(obj.get("value"), (int, float)):
+            raise TraceError("a counter needs a numeric 'value'")
+    elif typ == "dropped":
+        _int(obj, "events", "")
+    return typ
+
+
+def _event(p: Proc, obj: dict, typ: str, keep: bool) -> None:
+    if typ in ("span", "instant", "counter"):
         tid = obj.get("tid", 0)
-        p.threads.setdefault(tid if isinstance(tid, int) else 0, str(obj.get("thread", f"thread {tid}")))
-    if typ == "span":
-        d = _int(obj, "d", where)
-        if d < 0:
-            raise TraceError(f"{where}: negative duration")
-        p.spans.append(obj)
-    elif typ == "instant":
-        p.instants.append(obj)
-    elif typ == "counter":
-        if not isinstance(obj.get("value"), (int, float)):
-            raise TraceError(f"{where}: a counter needs a numeric 'value'")
-        p.counters.append(obj)
+        tid = tid if isinstance(tid, int) else 0
+        if tid not in p.threads:
+            p.threads[tid] = str(obj.get("thread", f"thread {tid}"))
+        t = obj["t"]
+        b = t + obj["d"] if typ == "span" else t
+        if p.lo is None or t < p.lo:
+            p.lo = t
+        if p.hi is None or b > p.hi:
+            p.hi = b
+        if typ == "span":
+            key = (b, -t)  # a thread's spans at their end: children before parents
+            if key < p.last_end.get(tid, key):
+                p.ordered = False
+            p.last_end[tid] = key
+        p.events += 1
+        if keep:
+            (p.spans if typ == "span" else p.instants if typ == "instant" else p.counters).append(obj)
     elif typ == "file":
         p.files[obj.get("id")] = str(obj.get("name", ""))
         if obj.get("tool"):
@@ -141,63 +179,99 @@ def _event(p: Proc, obj: dict, where: str) -> None:
         p.filter_spec = str(obj.get("spec", ""))
         p.filtered_calls += _int(obj, "calls", where)
     elif typ == "dropped":
-        p.dropped += _int(obj, "events", where)
+        p.dropped += obj["events"]
         p.drop_reason = p.drop_reason or str(obj.get("reason", ""))
     # other types: a newer writer's additions, ignored
 
 
-def _lines(path: str, warnings: List[str]) -> List[str]:
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        lines = fh.read().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    elif lines:  # the process died while writing: its last line is cut
-        warnings.append(f"{path}: last line incomplete (the process ended while writing), skipped")
-        lines.pop()
-    return lines
-
-
-def read_file(path: str, warnings: List[str]) -> Optional[Proc]:
-    """The process in one trace file, or None (with a warning) when the file has nothing
-    usable: empty, unreadable, or without a valid header."""
+def parse(line: bytes):
+    """One line as a JSON value (ValueError when it is not JSON): orjson where installed
+    (`make venv` does), else the standard library; bytes that are not UTF-8 are replaced,
+    as a text reader would."""
     try:
-        lines = _lines(path, warnings)
+        return loads(line)
+    except ValueError:
+        return json.loads(line.decode("utf-8", errors="replace"))
+
+
+def lines(path: str):
+    """(line number, bytes) of every complete line after the header; a cut last line (no
+    newline) is left out. Opens the file: OSError when it cannot."""
+    with open(path, "rb") as fh:
+        for i, line in enumerate(fh, start=1):
+            if line.endswith(b"\n"):
+                yield i, line
+            else:
+                yield i, None
+
+
+def read_file(path: str, warnings: List[str], keep: bool = True) -> Optional[Proc]:
+    """The process in one trace file, or None (with a warning) when the file has nothing
+    usable: empty, unreadable, or without a valid header. keep=False reads the notes (files,
+    clocks, threads, losses) and each thread's order, and counts the events without keeping
+    them: the first pass of the streaming readers (python/pario/tracestream.py)."""
+    p, first_bad = None, ""
+    try:
+        for i, line in lines(path):
+            if line is None:  # the process died while writing: its last line is cut
+                warnings.append(f"{path}: last line incomplete (the process ended while writing), skipped")
+                break
+            if p is None:
+                try:
+                    p = _header(parse(line), path)
+                    threads, last_end = p.threads, p.last_end
+                except ValueError as e:
+                    warnings.append(f"{path}:1: not JSON ({getattr(e, 'msg', e)}), file left out")
+                    return None
+                except TraceError as e:
+                    warnings.append(f"{e}, file left out")
+                    return None
+                continue
+            if line.startswith(_SPAN):  # the hot path: a span as the C writers write it
+                try:
+                    obj = loads(line)
+                    t, d, tid = obj["t"], obj["d"], obj.get("tid", 0)
+                except (ValueError, KeyError):
+                    t = d = tid = None
+                if t.__class__ is int and d.__class__ is int and d >= 0 and tid.__class__ is int:
+                    if tid not in threads:
+                        threads[tid] = str(obj.get("thread", f"thread {tid}"))
+                    b = t + d
+                    if p.lo is None or t < p.lo:
+                        p.lo = t
+                    if p.hi is None or b > p.hi:
+                        p.hi = b
+                    key = (b, -t)  # a thread's spans at their end: children before parents
+                    if key < last_end.get(tid, key):
+                        p.ordered = False
+                    last_end[tid] = key
+                    p.events += 1
+                    if keep:
+                        p.spans.append(obj)
+                    continue
+            if not line.strip():
+                continue
+            try:
+                obj = parse(line)
+                _event(p, obj, valid(obj), keep)
+            except (ValueError, TraceError) as e:
+                p.bad_lines += 1
+                first_bad = first_bad or (f"{path}:{i}: not JSON ({getattr(e, 'msg', e)})"
+                                          if isinstance(e, ValueError) else f"{path}:{i}: {e}")
     except OSError as e:
         warnings.append(f"{path}: cannot read ({e.strerror}), left out")
         return None
-    if not lines:
+    if p is None:
         warnings.append(f"{path}: empty (the process wrote nothing: its stderr says why, e.g. a full "
                         "file system or an unwritable directory), left out")
         return None
-    try:
-        p = _header(json.loads(lines[0]), path)
-    except json.JSONDecodeError as e:
-        warnings.append(f"{path}:1: not JSON ({e.msg}), file left out")
-        return None
-    except TraceError as e:
-        warnings.append(f"{e}, file left out")
-        return None
-    first_bad = ""
-    for i, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-            if not isinstance(obj, dict):
-                raise TraceError(f"{path}:{i}: an event must be a JSON object")
-            _event(p, obj, f"{path}:{i}")
-        except json.JSONDecodeError as e:
-            p.bad_lines += 1
-            first_bad = first_bad or f"{path}:{i}: not JSON ({e.msg})"
-        except TraceError as e:
-            p.bad_lines += 1
-            first_bad = first_bad or str(e)
     if p.bad_lines:
         warnings.append(f"{p.name}: {p.bad_lines} line(s) skipped, the first: {first_bad}")
     if p.dropped:
         warnings.append(f"{p.name}: lost {p.dropped} event(s) while tracing ({p.drop_reason or 'no reason given'})")
     if p.filtered_calls:
         warnings.append(f"{p.name}: traced with the filter '{p.filter_spec}': {p.filtered_calls} call(s) not recorded")
+    p.kept = keep
     return p
 
 
@@ -219,8 +293,9 @@ def _align_servers(trace: Trace) -> None:
             s.offset_given = True
 
 
-def load(directory: str) -> Trace:
-    """Every usable file of a trace directory; TraceError only when none is."""
+def load(directory: str, keep: bool = True) -> Trace:
+    """Every usable file of a trace directory; TraceError only when none is. keep=False:
+    the processes without their events (read_file's first pass), for the streaming readers."""
     if not os.path.isdir(directory):
         raise TraceError(f"{directory}: no such trace directory")
     paths = sorted(p for p in glob.glob(os.path.join(directory, "*.jsonl")) if _NAME.match(os.path.basename(p)))
@@ -228,7 +303,7 @@ def load(directory: str) -> Trace:
         raise TraceError(f"{directory}: no trace files (client-*.jsonl, server-*.jsonl); was the program run "
                          "with PARIO_TRACE set and libpario preloaded?")
     warnings: List[str] = []
-    procs = [p for p in (read_file(path, warnings) for path in paths) if p is not None]
+    procs = [p for p in (read_file(path, warnings, keep) for path in paths) if p is not None]
     if not procs:
         raise TraceError(f"{directory}: no usable trace file ({len(paths)} found): " + "; ".join(warnings))
     procs.sort(key=lambda p: p.sort_key)

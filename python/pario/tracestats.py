@@ -19,10 +19,12 @@ What counts (docs/tracing.md, "What the totals count"):
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from .tracefile import Proc, Trace, _bytes_of, by_thread, outermost, overlap
+from .tracefile import Proc, Trace, _bytes_of
+from .tracestream import events
 
 # Categories of work inside a collective call: name -> bucket.
 WAIT_SPANS = {"wait_allgather", "wait_ready", "wait_done", "ordered_wait"}
@@ -70,125 +72,234 @@ class RankStats:
     wait_time: float = 0.0 # s in MPI_Wait/MPI_Test & co. on pario requests
 
 
-def _in(e: dict, off: int, win: Window) -> bool:
-    """Whether span e (of a process whose offset is off) starts within the window."""
-    return win is None or win[0] <= e["t"] + off < win[1]
+class Union:
+    """The length of a union of intervals added one by one, in bounded memory: the disjoint
+    pieces so far, sorted; beyond CAP pieces the oldest half is added up and forgotten (exact
+    unless a later interval reaches back over CAP disjoint pieces of the same thread: one MPI
+    call containing thousands of others)."""
+    CAP = 4096
+    __slots__ = ("starts", "ends", "done")
 
+    def __init__(self) -> None:
+        self.starts: List[int] = []
+        self.ends: List[int] = []
+        self.done = 0
 
-def _clip(e: dict, off: int, win: Window) -> Tuple[int, int]:
-    a, b = e["t"] + off, e["t"] + e["d"] + off
-    return (a, b) if win is None else (max(a, win[0]), min(b, win[1]))
-
-
-def _union(ivs: List[Tuple[int, int]]) -> int:
-    total, end = 0, None
-    for a, b in sorted(ivs):
+    def add(self, a: int, b: int) -> None:
         if b <= a:
-            continue
-        if end is None or a >= end:
-            total, end = total + b - a, b
-        elif b > end:
-            total, end = total + b - end, b
-    return total
+            return
+        starts, ends = self.starts, self.ends
+        if not ends or a > ends[-1]:  # the usual case: after everything so far
+            starts.append(a)
+            ends.append(b)
+            if len(starts) > self.CAP:
+                k = self.CAP // 2
+                self.done += sum(ends[:k]) - sum(starts[:k])
+                del starts[:k], ends[:k]
+            return
+        i = bisect_right(starts, a)
+        lo = i - 1 if i > 0 and ends[i - 1] >= a else i
+        j = bisect_right(starts, b)
+        if lo < j:
+            a, b = min(a, starts[lo]), max(b, ends[j - 1])
+        starts[lo:j] = [a]
+        ends[lo:j] = [b]
+
+    def length(self) -> int:
+        return self.done + sum(self.ends) - sum(self.starts)
 
 
-def _active(s: Proc, win: Window) -> Tuple[int, int]:
-    ivs = [_clip(e, s.offset, win) for e in s.spans]
-    ivs = [(a, b) for a, b in ivs if b > a]
-    return (min(a for a, _ in ivs), max(b for _, b in ivs)) if ivs else (0, 0)
+# What a span is to a rank's statistics, by (cat, name): computed once per pair.
+_EXCH, _FA, _WAITING = 0, 1, 2
 
 
-def server_stats(trace: Trace, duration_ns: Optional[int] = None, window: Window = None) -> List[ServerStats]:
-    """Per server: loads and rates over its active interval within the window (or over
-    duration_ns when given: the time of the measured calls only, `pario trace experiment`)."""
-    out = []
-    for s in trace.servers:
-        spans = [e for e in s.spans if _clip(e, s.offset, window)[1] > _clip(e, s.offset, window)[0]]
-        lo, hi = (0, duration_ns) if duration_ns is not None else _active(s, window)
+def _kind(cat, name) -> Tuple[int, Optional[int], bool, bool]:
+    """(call: 0 not an MPI_File call, 1 data read, 2 data write, 3 open/close, 4 other;
+    the part of a collective it is (_EXCH, _FA, _WAITING or None); a wait or test on
+    requests; a background job)."""
+    call = 0
+    if cat == "api" and isinstance(name, str) and name.startswith("MPI_File_"):
+        call = (1 if _is_read(name) else 2) if DATA_CALL.match(name) else 3 if name in OPEN_CLOSE else 4
+    part = (_EXCH if cat == "coll" and name == "exchange" else _FA if cat == "driver"
+            else _WAITING if name in WAIT_SPANS else None)
+    return call, part, cat == "api" and name in REQUEST_CALLS, cat == "async" and name == "job"
+
+
+class _Thread:
+    __slots__ = ("io", "wait", "coll", "pending")
+
+    def __init__(self) -> None:
+        self.io, self.wait, self.coll = Union(), Union(), Union()
+        self.pending: List[Tuple[int, int, int]] = []  # parts of collectives not yet under one
+
+
+class RankAcc:
+    """A rank's statistics from its spans, fed in the writers' order (tracestream): each
+    thread's spans by their end, children before parents. Parts of collective calls
+    (exchange, driver operations, waits) wait in a bounded list until the collective call
+    that contains them ends (the list keeps the newest PENDING: a collective call with more
+    parts than that counts only the newest)."""
+    PENDING = 65536
+
+    def __init__(self, name: str, offset: int, window: Window, tool_files=frozenset()) -> None:
+        self.name, self.off, self.win, self.tool_files = name, offset, window, tool_files
+        self.threads: Dict[int, _Thread] = {}
+        self.kinds: Dict[Tuple[str, str], tuple] = {}
+        self.calls = self.open_close = self.other_calls = self.tool_calls = self.rd = self.wr = 0
+        self.parts = [0, 0, 0]
+
+    def span(self, e: dict) -> None:
+        cat, name = e.get("cat"), e.get("name", "")
+        k = self.kinds.get((cat, name))
+        if k is None:
+            k = self.kinds[(cat, name)] = _kind(cat, name)
+        call, part, request_wait, job = k
+        args = e.get("args") or {}
+        a = e["t"] + self.off
+        b = a + e["d"]
+        win = self.win
+        inside = win is None or win[0] <= a < win[1]
+        if self.tool_files and args.get("file") in self.tool_files and (call or job):
+            self.tool_calls += bool(call) and inside  # a tool's own call (Darshan's log): apart
+            return
+        if call and inside:
+            if call <= 2:
+                self.calls += 1
+                if call == 1:
+                    self.rd += _bytes_of(e)
+                else:
+                    self.wr += _bytes_of(e)
+            elif call == 3:
+                self.open_close += 1
+            else:
+                self.other_calls += 1
+        request_wait = request_wait and "job" in args
+        coll = args.get("coll") == 1 and (cat == "api" or job)
+        if job and inside:
+            op = str(args.get("op", ""))
+            if op.startswith("MPI_File_i"):
+                if _is_read(op):
+                    self.rd += _bytes_of(e)
+                else:
+                    self.wr += _bytes_of(e)
+        if not (call or request_wait or coll or part is not None):
+            return
+        tid = e.get("tid", 0)
+        th = self.threads.get(tid)
+        if th is None:
+            th = self.threads[tid] = _Thread()
+        ca, cb = (a, b) if win is None else (max(a, win[0]), min(b, win[1]))
+        if call or request_wait:
+            th.io.add(ca, cb)
+        if request_wait:
+            th.wait.add(ca, cb)
+        if coll:
+            th.coll.add(ca, cb)
+            pend, parts = th.pending, self.parts
+            while pend and pend[-1][0] >= a:  # the parts inside this call
+                pa, pb, pk = pend.pop()
+                parts[pk] += max(0, min(pb, cb) - max(pa, ca))
+        if part is not None:
+            th.pending.append((a, b, part))
+            if len(th.pending) > self.PENDING:
+                del th.pending[:self.PENDING // 2]
+
+    def result(self) -> RankStats:
+        io = sum(t.io.length() for t in self.threads.values())
+        coll = sum(t.coll.length() for t in self.threads.values())
+        exch, fa, waiting = self.parts
+        return RankStats(name=self.name, io_time=io / 1e9, calls=self.calls, bytes_read=self.rd,
+                         bytes_written=self.wr, coll_time=coll / 1e9, exchange=exch / 1e9, file_access=fa / 1e9,
+                         waiting=waiting / 1e9, other=max(0, coll - exch - fa - waiting) / 1e9,
+                         open_close=self.open_close, other_calls=self.other_calls, tool_calls=self.tool_calls,
+                         wait_time=sum(t.wait.length() for t in self.threads.values()) / 1e9)
+
+
+class ServerAcc:
+    """A server's statistics from its spans and counters, in any order."""
+
+    def __init__(self, name: str, offset: int, window: Window, duration_ns: Optional[int] = None) -> None:
+        self.name, self.off, self.win, self.duration = name, offset, window, duration_ns
+        self.lo = self.hi = None
+        self.net = self.net_busy = self.sto = self.sto_busy = self.data = self.nbytes = 0
+        self.kinds: Dict[str, bool] = {}  # storage operation name -> moves data
+        self.data_names = set()
+        self.cpu: List[float] = []
+
+    def span(self, e: dict) -> None:
+        a = e["t"] + self.off
+        b = a + e["d"]
+        if self.win is not None:
+            a, b = max(a, self.win[0]), min(b, self.win[1])
+        if b <= a:
+            return
+        self.lo = a if self.lo is None or a < self.lo else self.lo
+        self.hi = b if self.hi is None or b > self.hi else self.hi
+        cat = e.get("cat")
+        if cat == "net":
+            self.net += 1
+            self.net_busy += b - a
+        elif cat == "storage":
+            self.sto += 1
+            self.sto_busy += b - a
+            name = e.get("name", "")
+            data = self.kinds.get(name)
+            if data is None:
+                data = self.kinds[name] = bool(STORAGE_DATA.search(name))
+            if data:
+                self.data += 1
+                self.nbytes += _bytes_of(e)
+                self.data_names.add(e.get("name", "?"))
+
+    def counter(self, c: dict) -> None:
+        if c.get("name") == "cpu_pct" and (self.win is None or self.win[0] <= c["t"] + self.off < self.win[1]):
+            self.cpu.append(c["value"])
+
+    def result(self) -> ServerStats:
+        lo, hi = (0, self.duration) if self.duration is not None else (self.lo or 0, self.hi or 0)
         secs = (hi - lo) / 1e9
-        net = [e for e in spans if e.get("cat") == "net"]
-        sto = [e for e in spans if e.get("cat") == "storage"]
-        data = [e for e in sto if STORAGE_DATA.search(e.get("name", ""))]
-        nbytes = sum(_bytes_of(e) for e in data)
-        cpu = [c["value"] for c in s.counters if c.get("name") == "cpu_pct"
-               and (window is None or window[0] <= c["t"] + s.offset < window[1])]
-
-        def load(es: List[dict]) -> float:
-            busy = sum(b - a for a, b in (_clip(e, s.offset, window) for e in es))
-            return busy / (hi - lo) if hi > lo else 0.0
-
-        out.append(ServerStats(
-            name=s.name, net_ops=len(net), net_load=load(net), net_rate=len(net) / secs if secs > 0 else 0.0,
-            storage_ops=len(data), storage_load=load(sto), storage_rate=len(data) / secs if secs > 0 else 0.0,
-            storage_kinds=", ".join(sorted({e.get("name", "?") for e in data})),
-            bytes_per_op=nbytes / len(data) if data else 0.0, cpu_pct=sum(cpu) / len(cpu) if cpu else None,
-            throughput=nbytes / 1e6 / secs if secs > 0 else 0.0, active=secs, meta_ops=len(sto) - len(data)))
-    return out
+        load = (lambda busy: busy / (hi - lo) if hi > lo else 0.0)
+        n, cpu = self.data, self.cpu
+        return ServerStats(
+            name=self.name, net_ops=self.net, net_load=load(self.net_busy),
+            net_rate=self.net / secs if secs > 0 else 0.0, storage_ops=n, storage_load=load(self.sto_busy),
+            storage_rate=n / secs if secs > 0 else 0.0, storage_kinds=", ".join(sorted(self.data_names)),
+            bytes_per_op=self.nbytes / n if n else 0.0, cpu_pct=sum(cpu) / len(cpu) if cpu else None,
+            throughput=self.nbytes / 1e6 / secs if secs > 0 else 0.0, active=secs, meta_ops=self.sto - n)
 
 
 def _is_read(name: str) -> bool:
     return "read" in name
 
 
-def _job_bytes(p: Proc, win: Window) -> Tuple[int, int]:
-    """Bytes (read, written) of nonblocking calls: their background jobs carry them."""
-    rd = wr = 0
-    for e in p.spans:
-        op = str((e.get("args") or {}).get("op", ""))
-        if (e.get("cat") == "async" and e.get("name") == "job" and op.startswith("MPI_File_i") and _in(e, p.offset, win)
-                and (e.get("args") or {}).get("file") not in p.tool_files):
-            if _is_read(op):
-                rd += _bytes_of(e)
-            else:
-                wr += _bytes_of(e)
-    return rd, wr
+def _feed(acc, p: Proc) -> None:
+    for typ, e in events(p):
+        if typ == "span":
+            acc.span(e)
+        elif typ == "counter" and isinstance(acc, ServerAcc):
+            acc.counter(e)
 
 
-def _rank(p: Proc, win: Window) -> RankStats:
-    def tool(e: dict) -> bool:
-        return (e.get("args") or {}).get("file") in p.tool_files
-
-    def api(e: dict) -> bool:
-        return e.get("cat") == "api" and e.get("name", "").startswith("MPI_File_") and not tool(e)
-
-    def request_wait(e: dict) -> bool:  # a wait or test that involved pario's requests
-        return e.get("cat") == "api" and e.get("name") in REQUEST_CALLS and "job" in (e.get("args") or {})
-
-    calls = [e for e in p.spans if api(e) and _in(e, p.offset, win)]
-    data = [e for e in calls if DATA_CALL.match(e["name"])]
-    tools = sum(1 for e in p.spans if e.get("cat") == "api" and tool(e) and _in(e, p.offset, win)
-                and e.get("name", "").startswith("MPI_File_"))
-    rd, wr = _job_bytes(p, win)
-    rd += sum(_bytes_of(e) for e in data if _is_read(e["name"]))
-    wr += sum(_bytes_of(e) for e in data if not _is_read(e["name"]))
-    io = wait = coll = exch = fa = waiting = 0
-    o = p.offset
-
-    def clipped(ivs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:  # on rank 0's clock, in the window
-        return [(a + o, b + o) if win is None else (max(a + o, win[0]), min(b + o, win[1])) for a, b in ivs]
-
-    for spans in by_thread(p).values():
-        io += _union(clipped(outermost(spans, lambda e: api(e) or request_wait(e))))
-        wait += _union(clipped(outermost(spans, request_wait)))
-        ivs = clipped(outermost(spans, lambda e: (e.get("args") or {}).get("coll") == 1
-                                and (e.get("cat") == "api" or (e.get("cat") == "async" and e.get("name") == "job"))))
-        coll += _union(ivs)
-
-        def within(pred) -> int:
-            return sum(overlap(e["t"] + o, e["t"] + e["d"] + o, ivs) for e in spans if pred(e))
-        exch += within(lambda e: e.get("cat") == "coll" and e.get("name") == "exchange")
-        fa += within(lambda e: e.get("cat") == "driver")
-        waiting += within(lambda e: e.get("name") in WAIT_SPANS)
-    return RankStats(name=p.name, io_time=io / 1e9, calls=len(data), bytes_read=rd, bytes_written=wr,
-                     coll_time=coll / 1e9, exchange=exch / 1e9, file_access=fa / 1e9, waiting=waiting / 1e9,
-                     other=max(0, coll - exch - fa - waiting) / 1e9,
-                     tool_calls=tools, open_close=sum(1 for e in calls if e["name"] in OPEN_CLOSE),
-                     other_calls=sum(1 for e in calls if e["name"] not in OPEN_CLOSE and not DATA_CALL.match(e["name"])),
-                     wait_time=wait / 1e9)
+def server_stats(trace: Trace, duration_ns: Optional[int] = None, window: Window = None) -> List[ServerStats]:
+    """Per server: loads and rates over its active interval within the window (or over
+    duration_ns when given: the time of the measured calls only, `pario trace experiment`).
+    The trace's processes may hold their events (tracefile.load) or not (tracestream.scan:
+    then their files are read again, one event at a time)."""
+    out = []
+    for s in trace.servers:
+        acc = ServerAcc(s.name, s.offset, window, duration_ns)
+        _feed(acc, s)
+        out.append(acc.result())
+    return out
 
 
 def rank_stats(trace: Trace, window: Window = None) -> List[RankStats]:
-    return [_rank(p, window) for p in trace.clients]
+    out = []
+    for p in trace.clients:
+        acc = RankAcc(p.name, p.offset, window, p.tool_files)
+        _feed(acc, p)
+        out.append(acc.result())
+    return out
 
 
 SERVER_COLUMNS = ["server", "active (s)", "network load (ops in progress)", "network ops/s",
@@ -230,7 +341,8 @@ def window_of(trace: Trace, start: Optional[float], end: Optional[float]) -> Win
     return (a, b)
 
 
-def stats_text(trace: Trace, window: Window = None) -> str:
+def stats_text(trace: Trace, window: Window = None, servers: Optional[List[ServerStats]] = None,
+               ranks: Optional[List[RankStats]] = None) -> str:
     lo, hi = trace.bounds() if window is None else window
     parts = [f"trace: {len(trace.clients)} rank(s), {len(trace.servers)} server(s), "
              f"{(hi - lo) / 1e9:.6f} s" + ("" if window is None else
@@ -241,10 +353,11 @@ def stats_text(trace: Trace, window: Window = None) -> str:
             parts.append(f"  clock of {p.name}: offset {p.offset} ns, error <= {p.err} ns")
     if trace.servers:
         parts += ["", "servers (PIOviz, seed 001, Table 2; over each server's active interval):",
-                  text_table(SERVER_COLUMNS, server_rows(server_stats(trace, window=window)))]
+                  text_table(SERVER_COLUMNS, server_rows(servers if servers is not None
+                                                       else server_stats(trace, window=window)))]
     else:
         parts += ["", "servers: none in this trace"]
-    parts += ["", "ranks:", text_table(RANK_COLUMNS, rank_rows(rank_stats(trace, window)))]
+    parts += ["", "ranks:", text_table(RANK_COLUMNS, rank_rows(ranks if ranks is not None else rank_stats(trace, window)))]
     losses = [f"  {p.name}: " + ", ".join(x for x in (
         f"lost {p.dropped} events while tracing ({p.drop_reason or 'no reason given'})" if p.dropped else "",
         f"{p.bad_lines} unreadable line(s) skipped" if p.bad_lines else "",

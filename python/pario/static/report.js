@@ -228,10 +228,14 @@
   legend();
   draw();
   window.pario = {
-    zoomBy, zoomTo, search, select, pickAt, pixelOf, draw,
+    zoomBy, zoomTo, search, select, pickAt, pixelOf, draw, xOf: t => x(t),
+    spanStart: i => S.t[i], spanEnd: i => S.t[i] + S.d[i],
     visibleRange: () => x.domain(), merged: () => lastMerged, matches: () => nMatch,
     selected: () => selected, related: () => related.slice(), spans: N,
-    find: (name, row) => { for (let i = 0; i < N; i++) if (D.names[S.name[i]] === name && (row === undefined || S.row[i] === row)) return i; return -1; },
+    find: (name, row, nth) => {  // the nth (from 0) span of that name, on that row if given
+      for (let i = 0, n = nth || 0; i < N; i++) if (D.names[S.name[i]] === name && (row === undefined || row === null || S.row[i] === row) && n-- === 0) return i;
+      return -1;
+    },
     setColorBy: v => { const s = document.getElementById("colorby"); s.value = v; s.dispatchEvent(new Event("change")); }
   };
 })();

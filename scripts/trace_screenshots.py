@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Screenshots of `pario trace report` pages for docs/tracing.md ("Finding where the time
 went"), taken in headless chromium through tests/python/cdp.py (the tests' DevTools driver).
-Usage: trace_screenshots.py SLOW_REPORT FAST_REPORT OUT_DIR (scripts/trace-guide.sh runs it)."""
+Usage: trace_screenshots.py SLOW_REPORT FAST_REPORT REMOTE_REPORT OUT_DIR (scripts/trace-guide.sh runs it)."""
 
 import os
 import sys
@@ -22,9 +22,9 @@ def shot(page: Page, out: str, name: str, selector: str) -> None:
 
 
 def main() -> int:
-    if len(sys.argv) != 4:
-        sys.exit("usage: trace_screenshots.py SLOW_REPORT FAST_REPORT OUT_DIR")
-    slow, fast, out = sys.argv[1:]
+    if len(sys.argv) != 5:
+        sys.exit("usage: trace_screenshots.py SLOW_REPORT FAST_REPORT REMOTE_REPORT OUT_DIR")
+    slow, fast, remote, out = sys.argv[1:]
     page = Page("file://" + os.path.abspath(slow))
     try:
         shot(page, out, "guide-slow-timeline.png", "#timeline")
@@ -43,6 +43,19 @@ def main() -> int:
     try:
         shot(page, out, "guide-fast-timeline.png", "#timeline")
         shot(page, out, "guide-fast-collectives.png", "#sec-collectives")
+    finally:
+        page.close()
+    page = Page("file://" + os.path.abspath(remote), height=1200)
+    try:  # the first client request that the server's trace has, selected: its server spans outlined
+        i = page.js("(() => { for (let n = 0; ; n++) { const i = pario.find('rio WRITE', null, n);"
+                    " if (i < 0) return -1; pario.select(i); if (pario.related().length) return i; } })()")
+        if i < 0:
+            sys.exit("trace_screenshots: no client request in the remote trace reached the server")
+        a, b = page.js(f"[pario.spanStart({i}), pario.spanEnd({i})]")
+        page.js(f"pario.zoomTo({a - 300000}, {b + 300000})")
+        page.js(f"pario.select({i})")
+        shot(page, out, "guide-remote-request.png", "#timeline")
+        shot(page, out, "guide-remote-details.png", "#sec-details")
     finally:
         page.close()
     return 0

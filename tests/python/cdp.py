@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 import websocket
 
@@ -26,13 +27,20 @@ class Page:
             [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0",
              f"--user-data-dir={self.profile}", f"--window-size={width},{height}", "--hide-scrollbars",
              "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.ws = None
+        try:
+            self._connect(url, width, height)
+        except BaseException:
+            self.close()  # no chromium left behind by a page that did not open
+            raise
+
+    def _connect(self, url: str, width: int, height: int) -> None:
         port_file = os.path.join(self.profile, "DevToolsActivePort")
         deadline = time.time() + 60
         while not (os.path.exists(port_file) and open(port_file).read().count("\n") >= 1):
             assert time.time() < deadline and self.proc.poll() is None, "chromium did not start"
             time.sleep(0.1)
         port = open(port_file).read().split("\n")[0]
-        import urllib.request
         targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json"))
         ws_url = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
         self.ws = websocket.create_connection(ws_url, timeout=120, suppress_origin=True)
@@ -92,7 +100,8 @@ class Page:
 
     def close(self):
         try:
-            self.ws.close()
+            if self.ws is not None:
+                self.ws.close()
         finally:
             self.proc.terminate()
             try:

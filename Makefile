@@ -33,7 +33,7 @@ venv:
 	@$(VENV)/bin/pip install -q -e './python[test]'
 	@# the trace report's JavaScript library (d3), inlined into each report page
 	@[ -f $(BUILD)/js/node_modules/d3/dist/d3.min.js ] || \
-	  npm install --silent --no-audit --no-fund --prefix $(BUILD)/js d3@$(D3_VERSION)
+	  npm install --silent --no-audit --no-fund --save-exact --prefix $(BUILD)/js d3@$(D3_VERSION)
 
 test-c: build
 	@for f in $(FLAVOURS); do \

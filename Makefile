@@ -9,6 +9,7 @@ BUILD    ?= build
 JOBS     ?= $(shell nproc)
 PY       ?= /usr/bin/python3
 VENV     ?= $(BUILD)/venv
+D3_VERSION = 7.9.0
 PREFIX   ?= /usr/local
 
 .PHONY: all deps build install venv test test-c test-python test-sanitize test-tsan demo clean fuzz
@@ -30,6 +31,9 @@ install: build
 venv:
 	@[ -x $(VENV)/bin/python ] || $(PY) -m venv --system-site-packages $(VENV)
 	@$(VENV)/bin/pip install -q -e './python[test]'
+	@# the trace report's JavaScript library (d3), inlined into each report page
+	@[ -f $(BUILD)/js/node_modules/d3/dist/d3.min.js ] || \
+	  npm install --silent --no-audit --no-fund --save-exact --prefix $(BUILD)/js d3@$(D3_VERSION)
 
 test-c: build
 	@for f in $(FLAVOURS); do \

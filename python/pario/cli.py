@@ -262,7 +262,8 @@ def cmd_trace(args) -> int:
             else:
                 print(tr.stats_text(t, w))
         else:
-            print(f"report: {tr.write_report(t, args.dir, args.output, _window(tr, t, args))}")
+            from .tracereport import write_report
+            print(f"report: {write_report(t, args.dir, args.output, _window(tr, t, args))}")
     except tr.TraceError as e:
         return _error(str(e))
     return EXIT_OK

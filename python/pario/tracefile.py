@@ -129,7 +129,7 @@ def _header(obj: dict, path: str) -> Proc:
 
 def valid(obj) -> str:
     """The line's type after checking what readers rely on: events need an integer `t`,
-    spans a duration >= 0, counters a numeric value, a `dropped` note a count; otherwise
+    spans a duration >= 0, counters a numeric value, `dropped` and `filter` notes a count; otherwise
     TraceError with the reason (the caller adds where)."""
     if not isinstance(obj, dict):
         raise TraceError("an event must be a JSON object")
@@ -142,6 +142,8 @@ def valid(obj) -> str:
             raise TraceError("a counter needs a numeric 'value'")
     elif typ == "dropped":
         _int(obj, "events", "")
+    elif typ == "filter":
+        _int(obj, "calls", "")
     return typ
 
 
@@ -177,7 +179,7 @@ def _event(p: Proc, obj: dict, typ: str, keep: bool) -> None:
         p.server_clocks.append(obj)
     elif typ == "filter":
         p.filter_spec = str(obj.get("spec", ""))
-        p.filtered_calls += _int(obj, "calls", where)
+        p.filtered_calls += obj["calls"]
     elif typ == "dropped":
         p.dropped += obj["events"]
         p.drop_reason = p.drop_reason or str(obj.get("reason", ""))

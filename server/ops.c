@@ -805,7 +805,9 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const rio_io_req *io, uint64
     rio_seg_at(io, i, &off, &len);
     while (len > 0) {
       size_t n = len < WRITE_CHUNK ? (size_t)len : WRITE_CHUNK, early = srv_in_buffered(c);
-      if (early && early < n) n = early; /* bytes the reader took in with the frame: copied */
+      /* Bytes the reader took in with the frame are copied, alone where the rest can be spliced;
+       * elsewhere (TLS, MAC records) the chunk is filled whole, one pwrite per chunk. */
+      if (early && early < n && st == RIO_OK && splice_ready(c)) n = early;
       uint64_t t0 = srv_now_ns();
       if (st == RIO_OK && n >= SPLICE_MIN && !early && splice_ready(c)) {
         int werr = 0;

@@ -6,9 +6,8 @@ pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libmpich-dev m
       python3 python3-venv python3-pip python3-mpi4py liburing-dev libssl-dev
       # tracing: OTF2 output (pario trace merge --otf2) and OTF2's own reader (otf2-print, the
       # test that the archive reads without warnings), the merged JSON's schema test, and the
-      # headless browser that renders the trace report in the tests; npm installs the
-      # report's JavaScript library (d3) at `make venv`
-      python3-otf2 otf2-tools python3-jsonschema chromium npm
+      # headless browser that renders the trace report in the tests
+      python3-otf2 otf2-tools python3-jsonschema chromium
       # real MPI-IO clients (tests/clients): parallel HDF5 for both MPIs, h5py, netCDF-4 and
       # PnetCDF with its ncvalidator (Debian builds those three for Open MPI only), Fortran;
       # dpkg-dev unpacks the sources of the test suites (HDF5, MPICH, PnetCDF), m4 expands
@@ -21,6 +20,9 @@ pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libmpich-dev m
       # pario bench remote: the peer it measures pario-server against (XRootD's server, xrdcp,
       # its Python client) and the plain TCP copy that bounds the link (iperf3)
       xrootd-server xrootd-client python3-xrootd iperf3)
+# npm installs the report's JavaScript library (d3) at `make venv`: Debian's npm, unless a
+# Node.js with its own npm is there already (Debian's npm conflicts with such a nodejs).
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

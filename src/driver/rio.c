@@ -864,7 +864,7 @@ static int authenticate(rio_conn *c, const uint8_t *secret, size_t slen) {
   /* Plain TCP: version 2 with records under a MAC, nothing less (no downgrade to be had);
    * TLS protects the bytes already. */
   int tls = c->link.ssl != NULL;
-  rio_hello m = {tls ? 1 : 2, RIO_PROTO_VERSION, tls ? 0 : RIO_HELLO_MAC, {0}};
+  rio_hello m = {tls ? 1 : 2, RIO_PROTO_VERSION, tls ? 0 : RIO_HELLO_MAC, {0}, 0, {0}};
   uint8_t b[64], rep[SMALL_REPLY], mac[RIO_MAC];
   if (rio_random(m.nonce, sizeof m.nonce)) return EIO;
   size_t n = rio_encode_hello(b, sizeof b, &m);

@@ -46,6 +46,45 @@ expect 2 "${ok[@]}" --auth-timeout 0
 expect 2 "${ok[@]}" --auth-timeout 61
 expect 2 "${ok[@]}" --max-unauth-per-peer 0
 expect 2 "${ok[@]}" --user no-such-user-pario
+# --credentials (issue 31 item 4): each refusal one line, exit 1; the line names the cause.
+cred() { # cred FILE: --credentials FILE instead of --secret-file
+  expect 1 --root "$work/root" --listen 127.0.0.1:0 --allow-root --credentials "$1"
+}
+head -c 40 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/c1.secret"
+chmod 600 "$work/c1.secret" "$work/short"
+printf 'alice rw %s\n' "$work/c1.secret" >"$work/creds" && chmod 644 "$work/creds"
+cred "$work/creds"
+grep -q "creds: mode 0644 lets group or others read or write it" "$work/err" || fail "0644 creds: $(cat "$work/err")"
+chmod 600 "$work/creds" && chmod 640 "$work/c1.secret"
+cred "$work/creds"
+grep -q "c1.secret: mode 0640" "$work/err" || fail "0640 secret: $(cat "$work/err")"
+chmod 600 "$work/c1.secret"
+printf '# ok\nalice rw %s\nbob rx %s\n' "$work/c1.secret" "$work/c1.secret" >"$work/creds"
+cred "$work/creds"
+grep -q "creds line 3: rights must be rw or ro" "$work/err" || fail "bad rights: $(cat "$work/err")"
+printf 'al/ice rw %s\n' "$work/c1.secret" >"$work/creds"
+cred "$work/creds"
+grep -q "creds line 1: bad name" "$work/err" || fail "bad name: $(cat "$work/err")"
+printf 'alice rw\n' >"$work/creds"
+cred "$work/creds"
+grep -q "creds line 1: expected NAME RIGHTS SECRETFILE" "$work/err" || fail "short line: $(cat "$work/err")"
+printf 'alice rw %s\nalice ro %s\n' "$work/c1.secret" "$work/c1.secret" >"$work/creds"
+cred "$work/creds"
+grep -q "creds line 2: duplicate credential name alice" "$work/err" || fail "duplicate: $(cat "$work/err")"
+printf 'alice rw %s\n' "$work/short" >"$work/creds"
+cred "$work/creds"
+grep -q "creds line 1: .*shorter than 16 bytes" "$work/err" || fail "short secret: $(cat "$work/err")"
+printf 'alice rw %s ../up\n' "$work/c1.secret" >"$work/creds"
+cred "$work/creds"
+grep -q "creds line 1: subdirectory ../up" "$work/err" || fail "subdir out: $(cat "$work/err")"
+printf 'alice rw %s nodir\n' "$work/c1.secret" >"$work/creds"
+cred "$work/creds"
+grep -q "creds line 1: subdirectory nodir" "$work/err" || fail "no subdir: $(cat "$work/err")"
+# A good file alone (no --secret-file) serves.
+printf 'alice ro %s\n' "$work/c1.secret" >"$work/creds"
+timeout -s TERM 2 "$server" --root "$work/root" --listen 127.0.0.1:0 --allow-root --credentials "$work/creds" \
+  >"$work/out" 2>"$work/err" </dev/null || true
+grep -q "^127.0.0.1:[0-9]" "$work/out" || fail "a good credentials file: $(cat "$work/err")"
 # As root: neither --user nor --allow-root is refused, saying what to give; --user root too.
 # As another user: --user naming someone else is refused (only root switches users).
 if [ "$(id -u)" = 0 ]; then

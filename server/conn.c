@@ -495,7 +495,7 @@ static int authenticate(srv_conn *c) {
   if (srv_reply(c, RIO_T_HELLO, h.id, RIO_OK, rb, w.n)) return -1;
   if (recv_fixed(c, RIO_T_AUTH, mac, RIO_MAC, RIO_MAC, deadline, &h)) return -1;
   int known;
-  const srv_cred *cr = srv_cred_find(hello.name, &known);
+  const srv_cred *cr = srv_cred_find(hello.name, hello.name_len, &known);
   /* An unknown name is checked against a random secret: it fails like a wrong secret, as slowly. */
   if (rio_auth_mac(cr->secret, cr->secret_len, 0, challenge, hello.nonce, want) != 0 || !rio_mac_equal(mac, want) ||
       !known) {

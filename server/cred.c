@@ -106,9 +106,10 @@ int srv_cred_load(const char *path, char *why, size_t wn) {
   return r;
 }
 
-const srv_cred *srv_cred_find(const char *name, int *known) {
-  const char *want = *name ? name : "default";
-  for (int i = 0; i < srv->ncreds; i++)
+const srv_cred *srv_cred_find(const char *name, size_t len, int *known) {
+  const char *want = len ? name : "default";
+  /* A NUL or another byte no name has would let "reader\0x" pass for "reader": unknown. */
+  for (int i = 0; (len == 0 || name_ok(name, len)) && i < srv->ncreds; i++)
     if (!strcmp(srv->creds[i].name, want)) return *known = 1, &srv->creds[i];
   pthread_once(&dummy_once, dummy_init);
   *known = 0;

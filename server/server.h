@@ -146,9 +146,9 @@ int srv_cred_load(const char *path, char *why, size_t wn);
 /* Add one (check_mode: refuse a secret file group or others may read or write). */
 int srv_cred_add(const char *name, int ro, const char *secret_file, const char *subdir, int check_mode, char *why,
                  size_t wn);
-/* The credential named ("" = "default"); an unknown name gets a dummy with a random secret
+/* The credential named by len bytes of name (0 = "default"); an unknown name gets a dummy with a random secret
  * (*known 0), so that a probe costs and answers the same as a wrong secret. */
-const srv_cred *srv_cred_find(const char *name, int *known);
+const srv_cred *srv_cred_find(const char *name, size_t len, int *known);
 
 /* ---- the server ---------------------------------------------------------------------------- */
 typedef struct srv_state {

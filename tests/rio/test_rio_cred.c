@@ -124,8 +124,25 @@ static void test_probe(void) {
   int wrong = rc_connect_as(&c, &S, "reader", (const uint8_t *)"not-the-reader-secret-at-all", 28);
   rc_close_conn(&c);
   CHECK(unknown == RIO_EAUTH && wrong == RIO_EAUTH, "unknown name %d == wrong secret %d == EAUTH", unknown, wrong);
+  /* "reader\0x" with the reader's secret: a name is its bytes, not a C string */
+  uint8_t b[RIO_HELLO_MAX], *rep = NULL;
+  rio_hello m = {2, 2, 0, {0}, 8, "reader\0x"};
+  memset(&c, 0, sizeof c);
+  c.fd = rc_connect_raw(S.host, S.port);
+  size_t n = rio_encode_hello(b, sizeof b, &m), rn = 0;
+  int st = rc_call(&c, RIO_T_HELLO, b, n, &rep, &rn);
+  uint8_t mac[RIO_MAC];
+  if (st == 0 && rn == 8 + RIO_NONCE) {
+    rio_auth_mac((const uint8_t *)rs, strlen(rs), 0, rep + 8, m.nonce, mac);
+    free(rep);
+    rep = NULL;
+    st = rc_call(&c, RIO_T_AUTH, mac, RIO_MAC, &rep, &rn);
+  }
+  free(rep);
+  rc_close_conn(&c);
+  CHECK(st == RIO_EAUTH, "a name with a NUL inside is unknown (%d)", st);
   usleep(100000);
-  CHECK(rc_log_has(&S, "authentication failed (wrong secret)") == base + 2, "the same log line for both");
+  CHECK(rc_log_has(&S, "authentication failed (wrong secret)") == base + 3, "the same log line for all");
   uint8_t sec[RIO_MAX_SECRET];
   size_t sl;
   rc_read_secret(&S, sec, &sl);

@@ -1207,6 +1207,10 @@ static int ensure(rio_fh *h, rio_conn **c) {
       size_t n = rio_encode_open(b, sizeof b, (uint32_t)h->flags, h->perm, h->w.path);
       e = n ? call(nc, &r, RIO_T_OPEN, b, n, h->w.timeout_ms) : ENAMETOOLONG;
       if (!e && r.fixedn != 16) e = EPROTO;
+      uint32_t changes = RIO_O_ACCMODE | RIO_O_CREAT | RIO_O_TRUNC | RIO_O_APPEND;
+      if (e == EACCES && h->w.user[0] && ((uint32_t)h->flags & changes) != RIO_O_RDONLY)
+        pario_log(1, "x-rio://%s:%s/%s: open for writing refused: is credential %s (pario_rio_user) read-only on the "
+                  "server?", h->w.host, h->w.port, h->w.path, h->w.user);
       if (e) conn_put(nc);
       else h->sh = rio_load_u64(r.fixed), h->conn = nc;
     }

@@ -404,20 +404,23 @@ static void proto_error(srv_conn *c, uint64_t id, int status, const char *what) 
 }
 
 /* ---- authentication ------------------------------------------------------------------------- */
-static int recv_fixed(srv_conn *c, unsigned type, uint8_t *body, uint32_t len, uint64_t deadline, rio_hdr *h) {
+/* HELLO or AUTH, whose length is len, or for HELLO anything up to max (rio_decode_hello checks
+ * it exactly). */
+static int recv_fixed(srv_conn *c, unsigned type, uint8_t *body, uint32_t len, uint32_t max, uint64_t deadline,
+                      rio_hdr *h) {
   uint8_t hb[RIO_HDR_SIZE];
   if (c->io->recv(c, hb, sizeof hb, deadline) != 0) {
     srv_log(srv_unauth_log_level(c), "conn %llu (%s): %s before authentication; closing", (unsigned long long)c->serial, c->peer,
             errno == ETIMEDOUT ? "timeout" : "connection ended");
     return -1;
   }
-  if (rio_hdr_decode(hb, h) != 0 || h->type != type || h->len != len) {
+  if (rio_hdr_decode(hb, h) != 0 || h->type != type || h->len < len || h->len > max) {
     srv_log(LOG_WARN, "conn %llu (%s): refused before authentication: expected %s (%u bytes), got type %u "
             "length %u%s; closing", (unsigned long long)c->serial, c->peer, type == RIO_T_HELLO ? "HELLO" : "AUTH",
             len, h->type, h->len, rio_hdr_decode(hb, h) ? " with a bad magic or version" : "");
     return -1;
   }
-  if (c->io->recv(c, body, len, deadline) != 0) {
+  if (c->io->recv(c, body, h->len, deadline) != 0) {
     srv_log(LOG_WARN, "conn %llu (%s): truncated frame before authentication; closing", (unsigned long long)c->serial,
             c->peer);
     return -1;
@@ -457,7 +460,7 @@ static int negotiate(srv_conn *c, const rio_hdr *h, const rio_hello *hello, uint
 /* From here on every byte both ways travels in records with a MAC (mac.c). */
 static int start_mac(srv_conn *c, const uint8_t challenge[RIO_NONCE], const uint8_t nonce[RIO_NONCE]) {
   uint8_t c2s[RIO_TAG], s2c[RIO_TAG];
-  int r = rio_kdf(srv->secret, srv->secret_len, challenge, nonce, c2s, s2c) == 0 && srv_mac_wrap(c, c2s, s2c) == 0;
+  int r = rio_kdf(c->cred->secret, c->cred->secret_len, challenge, nonce, c2s, s2c) == 0 && srv_mac_wrap(c, c2s, s2c) == 0;
   OPENSSL_cleanse(c2s, sizeof c2s);
   OPENSSL_cleanse(s2c, sizeof s2c);
   if (!r) srv_log(LOG_ERROR, "conn %llu (%s): cannot start the MAC records (out of memory?); closing",
@@ -467,14 +470,14 @@ static int start_mac(srv_conn *c, const uint8_t challenge[RIO_NONCE], const uint
 
 static int authenticate(srv_conn *c) {
   uint64_t deadline = c->auth_deadline ? c->auth_deadline : srv_now_ns() + AUTH_TIMEOUT_NS;
-  uint8_t body[8 + RIO_NONCE], challenge[RIO_NONCE], mac[RIO_MAC], want[RIO_MAC];
+  uint8_t body[RIO_HELLO_MAX], challenge[RIO_NONCE], mac[RIO_MAC], want[RIO_MAC];
   rio_hdr h;
   rio_hello hello;
   uint16_t version;
   int use_mac;
-  if (recv_fixed(c, RIO_T_HELLO, body, 8 + RIO_NONCE, deadline, &h)) return -1;
+  if (recv_fixed(c, RIO_T_HELLO, body, RIO_HELLO_MIN, RIO_HELLO_MAX, deadline, &h)) return -1;
   __atomic_store_n(&c->spoke, 1, __ATOMIC_RELEASE);
-  if (rio_decode_hello(body, sizeof body, &hello) != 0) {
+  if (rio_decode_hello(body, h.len, &hello) != 0) {
     proto_error(c, h.id, RIO_EPROTO, "malformed HELLO");
     return -1;
   }
@@ -490,8 +493,12 @@ static int authenticate(srv_conn *c) {
   rio_put_u32(&w, use_mac ? RIO_HELLO_MAC : 0);
   rio_put_bytes(&w, challenge, RIO_NONCE);
   if (srv_reply(c, RIO_T_HELLO, h.id, RIO_OK, rb, w.n)) return -1;
-  if (recv_fixed(c, RIO_T_AUTH, mac, RIO_MAC, deadline, &h)) return -1;
-  if (rio_auth_mac(srv->secret, srv->secret_len, 0, challenge, hello.nonce, want) != 0 || !rio_mac_equal(mac, want)) {
+  if (recv_fixed(c, RIO_T_AUTH, mac, RIO_MAC, RIO_MAC, deadline, &h)) return -1;
+  int known;
+  const srv_cred *cr = srv_cred_find(hello.name, hello.name_len, &known);
+  /* An unknown name is checked against a random secret: it fails like a wrong secret, as slowly. */
+  if (rio_auth_mac(cr->secret, cr->secret_len, 0, challenge, hello.nonce, want) != 0 || !rio_mac_equal(mac, want) ||
+      !known) {
     srv_log(LOG_WARN, "conn %llu (%s): authentication failed (wrong secret); closing", (unsigned long long)c->serial,
             c->peer);
     srv_reply_error(c, h.id, RIO_EAUTH, "authentication failed");
@@ -499,7 +506,8 @@ static int authenticate(srv_conn *c) {
   }
   uint8_t ab[RIO_MAC + 32];
   w = rio_wr_init(ab, sizeof ab);
-  if (rio_auth_mac(srv->secret, srv->secret_len, 1, challenge, hello.nonce, mac) != 0) return -1;
+  c->cred = cr;
+  if (rio_auth_mac(cr->secret, cr->secret_len, 1, challenge, hello.nonce, mac) != 0) return -1;
   rio_put_bytes(&w, mac, RIO_MAC);
   rio_put_u64(&w, srv->cfg.max_request);
   rio_put_u32(&w, srv->cfg.max_segments);
@@ -663,7 +671,8 @@ void srv_conn_serve(srv_conn *c) {
   if (ok) {
     c->authed = 1;
     buffers_start(c);
-    srv_log(LOG_INFO, "conn %llu (%s): authenticated", (unsigned long long)c->serial, c->peer);
+    srv_log(LOG_INFO, "conn %llu (%s): authenticated as %s", (unsigned long long)c->serial, c->peer,
+            c->cred ? c->cred->name : "default");
     srv_sender_start(c);
     uint8_t hb[RIO_HDR_SIZE];
     for (;;) {

@@ -144,7 +144,7 @@ static int up_connect(const char *spec, char *why, size_t whylen) {
   }
   freeaddrinfo(ai);
   setsockopt(up.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  rio_hello hello = {RIO_VERSION, RIO_VERSION, 0, {0}};
+  rio_hello hello = {RIO_VERSION, RIO_VERSION, 0, {0}, 0, {0}};
   uint8_t b[64], hr[8 + RIO_NONCE], mac[RIO_MAC], ar[RIO_MAC + 24];
   rio_random(hello.nonce, RIO_NONCE);
   size_t n = rio_encode_hello(b, sizeof b, &hello);

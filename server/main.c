@@ -41,7 +41,10 @@ static void usage(FILE *f) {
           "  --root DIR            directory served; no path resolves outside it\n"
           "  --listen HOST:PORT    address to listen on (port 0: a free port); HOST:PORT is printed\n"
           "                        as the first line on stdout once connections are accepted\n"
-          "  --secret-file F       shared secret (>= %d bytes) for HMAC-SHA-256 authentication\n"
+          "  --secret-file F       shared secret (>= %d bytes) for HMAC-SHA-256 authentication: the\n"
+          "                        credential \"default\", read-write on the whole root\n"
+          "  --credentials FILE    named credentials, one a line: NAME rw|ro SECRETFILE [SUBDIR]\n"
+          "                        (with or instead of --secret-file; FILE and each SECRETFILE mode 600)\n"
           "  --threads N           worker threads (default 4, 1..256)\n"
           "  --max-request BYTES   largest request body (default 64M, 1M..1G; K/M/G suffixes)\n"
           "  --idle-timeout S      close a connection idle for S seconds with no open file (default 300;\n"
@@ -155,7 +158,7 @@ static void drop_privileges(const srv_config *cfg) {
 static void parse_args(int argc, char **argv, srv_config *cfg) {
   enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_FWD, O_CERT, O_KEY,
          O_TRACE, O_MERGE, O_AUTHTO, O_PEER, O_USER, O_ROOTOK, O_FRAME, O_SEND, O_HANDLES, O_INFLIGHT, O_INSECURE,
-         O_HELP, O_VERSION };
+         O_CREDS, O_HELP, O_VERSION };
   static const struct option opts[] = {
       {"root", 1, 0, O_ROOT},          {"listen", 1, 0, O_LISTEN},   {"secret-file", 1, 0, O_SECRET},
       {"threads", 1, 0, O_THREADS},    {"max-request", 1, 0, O_MAXREQ}, {"idle-timeout", 1, 0, O_IDLE},
@@ -165,7 +168,7 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
       {"max-unauth-per-peer", 1, 0, O_PEER}, {"user", 1, 0, O_USER},   {"allow-root", 0, 0, O_ROOTOK},
       {"frame-timeout", 1, 0, O_FRAME}, {"send-timeout", 1, 0, O_SEND}, {"max-handles", 1, 0, O_HANDLES},
       {"max-inflight", 1, 0, O_INFLIGHT},
-      {"insecure", 0, 0, O_INSECURE},
+      {"insecure", 0, 0, O_INSECURE},  {"credentials", 1, 0, O_CREDS},
           {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
   cfg->threads = 4;
   cfg->max_request = RIO_DEFAULT_MAX_REQUEST;
@@ -190,6 +193,7 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
     case O_TRACE: cfg->trace_dir = optarg; break;
     case O_INSECURE: cfg->insecure = 1; break;
     case O_SECRET: cfg->secret_file = optarg; break;
+    case O_CREDS: cfg->credentials = optarg; break;
     case O_THREADS: cfg->threads = (int)parse_int("--threads", optarg, 1, 256); break;
     case O_MAXREQ: cfg->max_request = parse_size("--max-request", optarg); break;
     case O_IDLE: cfg->idle_timeout = (int)parse_int("--idle-timeout", optarg, 0, 86400 * 365); break;
@@ -224,7 +228,9 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
   if (!cfg->root && !cfg->forward_to) die_arg("--root", "required (or --forward-to)", NULL);
   if (cfg->root && cfg->forward_to) die_arg("--root", "a forwarder (--forward-to) serves no files of its own", NULL);
   if (!cfg->listen) die_arg("--listen", "required", NULL);
-  if (!cfg->secret_file) die_arg("--secret-file", "required", NULL);
+  if (!cfg->secret_file && (cfg->forward_to || !cfg->credentials))
+    die_arg("--secret-file", cfg->forward_to ? "required" : "required (or --credentials)", NULL);
+  if (cfg->credentials && cfg->forward_to) die_arg("--credentials", "a forwarder uses --secret-file only", NULL);
   if (!cfg->tls_cert != !cfg->tls_key) die_arg(cfg->tls_cert ? "--tls-key" : "--tls-cert", "required with the other", NULL);
   if (cfg->tls_cert && (cfg->emu.net_bw || cfg->emu.net_latency_ns))
     die_arg("--emulate", "the emulated link (net_latency, net_bw) does not run under TLS", NULL);
@@ -457,10 +463,15 @@ static void setup(srv_config *cfg) {
     fprintf(stderr, "pario-server: --root %s: %s\n", cfg->root, strerror(errno));
     exit(1);
   }
-  char why[128];
-  int e = rio_read_secret(cfg->secret_file, srv->secret, &srv->secret_len, why, sizeof why);
+  char why[700];
+  int e = cfg->secret_file ? rio_read_secret(cfg->secret_file, srv->secret, &srv->secret_len, why, sizeof why) : 0;
   if (e) {
     fprintf(stderr, "pario-server: --secret-file %s: %s (%s)\n", cfg->secret_file, why, strerror(e));
+    exit(1);
+  }
+  if ((cfg->secret_file && srv_cred_add("default", 0, cfg->secret_file, NULL, 0, why, sizeof why)) ||
+      (cfg->credentials && srv_cred_load(cfg->credentials, why, sizeof why))) {
+    fprintf(stderr, "pario-server: --credentials: %s\n", why);
     exit(1);
   }
   if (cfg->tls_cert && srv_tls_init(cfg->tls_cert, cfg->tls_key, why, sizeof why)) {

@@ -216,6 +216,20 @@ static void log_refusal(srv_conn *c, const char *op, const char *path, uint32_t 
           c->peer, op, (int)(pl < 200 ? pl : 200), path, why ? why : strerror(err));
 }
 
+/* ---- rights (cred.c) ------------------------------------------------------------------------- */
+static int conn_ro(const srv_conn *c) { return c->cred && c->cred->ro; }
+/* The connection's root: its credential's SUBDIR, or the server's root (the fuzzer has none). */
+static int conn_root(const srv_conn *c) { return c->cred ? c->cred->rootfd : srv->rootfd; }
+
+/* A read-only credential asking to change something: logged, answered RIO_EACCES. 1 if refused. */
+static int refused_ro(srv_conn *c, unsigned type, uint64_t id, const char *op) {
+  if (!conn_ro(c)) return 0;
+  srv_log(LOG_WARN, "conn %llu (%s): %s refused: credential %s is read-only", (unsigned long long)c->serial, c->peer,
+          op, c->cred->name);
+  srv_reply(c, type, id, RIO_EACCES, NULL, 0);
+  return 1;
+}
+
 /* ---- the handlers -------------------------------------------------------------------------------- */
 static void do_ping(srv_job *j) {
   uint64_t t_recv = srv_now_ns(), t_client;
@@ -256,6 +270,8 @@ static void do_open(srv_job *j) {
     log_refusal(j->c, "open", o.path, o.pathlen, EINVAL, "truncation through a read-only open");
     return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_EINVAL, NULL, 0);
   }
+  int changes = (o.flags & RIO_O_ACCMODE) != RIO_O_RDONLY || (o.flags & (RIO_O_CREAT | RIO_O_APPEND));
+  if (changes && refused_ro(j->c, j->h.type, j->h.id, "open for writing")) return;
   if (handle_room(j)) return;
   static const int acc[] = {O_RDONLY, O_WRONLY, O_RDWR};
   int fl = acc[o.flags & RIO_O_ACCMODE];
@@ -267,7 +283,7 @@ static void do_open(srv_job *j) {
   char whybuf[64];
   uint64_t t0 = srv_now_ns();
   /* Never setuid, setgid or sticky: the server may run as root, the bits come from a client. */
-  int fd = srv_resolve_open(srv->rootfd, o.path, o.pathlen, fl, (mode_t)(o.perm & 0777), &why);
+  int fd = srv_resolve_open(conn_root(j->c), o.path, o.pathlen, fl, (mode_t)(o.perm & 0777), &why);
   struct stat st;
   if (fd >= 0 && (e = open_checked(fd, o.flags, &st, whybuf, sizeof whybuf, &why)) != 0) close(fd), fd = -e;
   srv_trace_span("storage", "open", NULL, t0, 0, 0, j->h.id);
@@ -307,7 +323,8 @@ static void do_delete(srv_job *j) {
   uint32_t pl;
   int e = rio_decode_path(j->body, j->n, &path, &pl);
   if (e) return (void)bad_body(j, e);
-  int r = srv_resolve_unlink(srv->rootfd, path, pl, &why);
+  if (refused_ro(j->c, j->h.type, j->h.id, "delete")) return;
+  int r = srv_resolve_unlink(conn_root(j->c), path, pl, &why);
   if (r < 0) log_refusal(j->c, "delete", path, pl, -r, why);
   srv_reply(j->c, j->h.type, j->h.id, r < 0 ? st_errno(-r) : RIO_OK, NULL, 0);
 }
@@ -326,6 +343,7 @@ static void do_set_size(srv_job *j) {
   uint64_t h, size;
   int e = rio_decode_handle2(j->body, j->n, &h, &size);
   if (e) return (void)bad_body(j, e);
+  if (refused_ro(j->c, j->h.type, j->h.id, "set_size")) return;
   if (take_handle(j, h)) return;
   int st = j->hd->acc == RIO_O_RDONLY ? RIO_EBADF : ftruncate(j->hd->fd, (off_t)size) ? st_errno(errno) : RIO_OK;
   srv_reply(j->c, j->h.type, j->h.id, st, NULL, 0);
@@ -335,6 +353,7 @@ static void do_preallocate(srv_job *j) {
   uint64_t h, off, len;
   int e = rio_decode_handle3(j->body, j->n, &h, &off, &len);
   if (e) return (void)bad_body(j, e);
+  if (refused_ro(j->c, j->h.type, j->h.id, "preallocate")) return;
   if (take_handle(j, h)) return;
   int st = RIO_OK;
   if (j->hd->acc == RIO_O_RDONLY) st = RIO_EBADF;
@@ -363,6 +382,7 @@ static void do_counter(srv_job *j) {
   rio_counter_req m;
   int e = rio_decode_counter(j->body, j->n, &m);
   if (e) return (void)bad_body(j, e);
+  if (m.op != RIO_CTR_GET && refused_ro(j->c, j->h.type, j->h.id, "counter update")) return;
   if (take_handle(j, m.handle)) return;
   int64_t old = 0;
   int st = srv_counter_op(j->hd->file, m.key, m.op, m.value, &old);
@@ -373,6 +393,7 @@ static void do_lock(srv_job *j) {
   rio_lock_req m;
   int e = rio_decode_lock(j->body, j->n, &m);
   if (e) return bad_body(j, e), srv_job_done(j);
+  if (m.op == RIO_LOCK_WRITE && refused_ro(j->c, j->h.type, j->h.id, "write lock")) return srv_job_done(j);
   if (take_handle(j, m.handle)) return srv_job_done(j);
   if (srv_lock_try(j)) return;
   srv_lock_park(j); /* the job stays in flight until granted or cancelled */
@@ -788,6 +809,11 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const rio_io_req *io, uint64
   __atomic_add_fetch(&srv_served[RIO_T_WRITE], 1, __ATOMIC_RELAXED);
   srv_handle *hd = srv_handle_get(c, io->handle, &st);
   if (hd && hd->acc == RIO_O_RDONLY) st = RIO_EBADF;
+  if (conn_ro(c)) { /* its handles are all read-only: say why it may not write */
+    st = RIO_EACCES;
+    srv_log(LOG_WARN, "conn %llu (%s): write refused: credential %s is read-only", (unsigned long long)c->serial,
+            c->peer, c->cred->name);
+  }
   uint64_t done = 0;
   /* The streaming buffer: as large as this write needs, at most WRITE_CHUNK, kept for the next. */
   size_t want = io->total < WRITE_CHUNK ? (size_t)io->total : WRITE_CHUNK;

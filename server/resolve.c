@@ -132,3 +132,9 @@ int srv_resolve_unlink(int rootfd, const char *path, uint32_t pathlen, const cha
   close(dir);
   return r == 0 ? 0 : -err;
 }
+
+int srv_resolve_dir(int rootfd, const char *path, uint32_t pathlen, const char **why) {
+  char buf[RIO_MAX_PATH + 1];
+  int e = check_path(path, pathlen, buf, why);
+  return e ? e : resolve(rootfd, buf, O_PATH | O_DIRECTORY | O_CLOEXEC, 0, why);
+}

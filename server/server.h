@@ -26,7 +26,7 @@ typedef struct srv_emulate {
 } srv_emulate;
 
 typedef struct srv_config {
-  const char *root, *listen, *secret_file, *forward_to, *tls_cert, *tls_key, *trace_dir;
+  const char *root, *listen, *secret_file, *credentials, *forward_to, *tls_cert, *tls_key, *trace_dir;
   int threads;
   uint64_t max_request;
   uint32_t max_segments;
@@ -123,6 +123,7 @@ struct srv_conn {
   void *link;              /* the emulated link under io (emulate.c), or NULL */
   void *fwd;               /* forwarder state (forward.c), or NULL */
   void *mem;               /* in-memory stream state (fuzzing) */
+  const struct srv_cred *cred; /* who authenticated (its rights and root); NULL before AUTH */
   void *mac;               /* the record layer under io after authentication (mac.c), or NULL */
   struct srv_conn *prev, *next;
 };
@@ -131,12 +132,32 @@ struct srv_conn {
 static inline int srv_dead(srv_conn *c) { return __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE); }
 static inline void srv_set_dead(srv_conn *c) { __atomic_store_n(&c->dead, 1, __ATOMIC_RELEASE); }
 
+/* ---- credentials (cred.c) ----------------------------------------------------------------- */
+typedef struct srv_cred {
+  char name[RIO_MAX_CRED_NAME + 1];
+  int ro;                          /* read-only: no write, create, truncate, delete */
+  int rootfd;                      /* its root: srv->rootfd, or its SUBDIR (O_PATH) */
+  uint8_t secret[RIO_MAX_SECRET];
+  size_t secret_len;
+} srv_cred;
+
+/* --credentials FILE: 0, or -1 with why (one line naming the file, line and cause). */
+int srv_cred_load(const char *path, char *why, size_t wn);
+/* Add one (check_mode: refuse a secret file group or others may read or write). */
+int srv_cred_add(const char *name, int ro, const char *secret_file, const char *subdir, int check_mode, char *why,
+                 size_t wn);
+/* The credential named by len bytes of name (0 = "default"); an unknown name gets a dummy with a random secret
+ * (*known 0), so that a probe costs and answers the same as a wrong secret. */
+const srv_cred *srv_cred_find(const char *name, size_t len, int *known);
+
 /* ---- the server ---------------------------------------------------------------------------- */
 typedef struct srv_state {
   srv_config cfg;
   int rootfd;
-  uint8_t secret[RIO_MAX_SECRET];
+  uint8_t secret[RIO_MAX_SECRET]; /* --secret-file's (the forwarder's upstream too) */
   size_t secret_len;
+  srv_cred *creds;
+  int ncreds;
   uint64_t server_id;
   int stopping; /* atomic */
   pthread_mutex_t mu; /* connection list and counts */
@@ -251,6 +272,8 @@ int srv_lock_try(srv_job *j); /* 1 done (replied), 0 still blocked */
 /* resolve.c: open a path beneath the root. Returns an fd, or -errno with why set. */
 int srv_resolve_open(int rootfd, const char *path, uint32_t pathlen, int oflags, mode_t mode, const char **why);
 int srv_resolve_unlink(int rootfd, const char *path, uint32_t pathlen, const char **why);
+/* A directory beneath the root (a credential's SUBDIR): an O_PATH descriptor or -errno. */
+int srv_resolve_dir(int rootfd, const char *path, uint32_t pathlen, const char **why);
 extern int srv_have_openat2; /* tests may force the fallback: 0 */
 
 /* trace.c: server-side tracing (--trace DIR); the calls cost nothing when it is off. */

@@ -229,6 +229,9 @@ static void start_forwarder(void) {
   srv->cfg.forward_to = NULL;
 }
 
+/* "default" (--secret-file's, read-write) and a read-only one that mode 3 connects as. */
+static srv_cred fuzz_creds[2] = {{.name = "default"}, {.name = "fuzz-ro", .ro = 1}};
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
   snprintf(root, sizeof root, "%s/pario-fuzz-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -236,6 +239,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   srv->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
   memcpy(srv->secret, "fuzzing-secret-0123456789", 25);
   srv->secret_len = 25;
+  for (int i = 0; i < 2; i++) {
+    memcpy(fuzz_creds[i].secret, srv->secret, srv->secret_len);
+    fuzz_creds[i].secret_len = srv->secret_len;
+    fuzz_creds[i].rootfd = srv->rootfd;
+  }
+  srv->creds = fuzz_creds, srv->ncreds = 2;
   srv->cfg.max_request = RIO_MIN_MAX_REQUEST;
   srv->cfg.max_segments = RIO_MIN_MAX_REQUEST / RIO_SEG;
   srv->cfg.threads = 0;
@@ -276,7 +285,8 @@ static void fuzz_emulate(const uint8_t *data, size_t size) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static unsigned runs;
   if (size < 1) return 0;
-  int mode = (data[0] >> 1) & 3; /* 0, 3: the server; 1: the forwarder; 2: the --emulate parser */
+  int mode = (data[0] >> 1) & 3; /* 0: the server; 3: the same as a read-only credential; 1: the
+                                  * forwarder; 2: the --emulate parser */
   if (mode == 2) {
     fuzz_emulate(data + 1, size - 1);
     return 0;
@@ -287,6 +297,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!c) return 0;
   c->mem = &m;
   c->authed = data[0] & 1;
+  if (mode == 3 && c->authed) c->cred = &fuzz_creds[1];
   srv->nunauth++;
   srv_conn_serve(c);
   srv_conn_free(c);

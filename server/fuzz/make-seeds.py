@@ -101,3 +101,10 @@ with open(os.path.join(out, "hello-auth"), "wb") as f:
 hello2 = struct.pack("<HHI", 1, 2, 1) + bytes(32)
 with open(os.path.join(out, "hello2-mac-auth"), "wb") as f:
     f.write(b"\x00" + frame(1, hello2, 1) + frame(2, bytes(32), 2) + struct.pack("<I", 24) + bytes(24 + 32))
+# A credential name in HELLO (version 2): "fuzz-ro", then AUTH; and requests as the read-only
+# credential (first byte 0x07: authenticated, mode 3) that it must refuse.
+hello_named = struct.pack("<HHI", 2, 2, 0) + bytes(32) + bytes([7]) + b"fuzz-ro"
+with open(os.path.join(out, "hello2-named-auth"), "wb") as f:
+    f.write(b"\x00" + frame(1, hello_named, 1) + frame(2, bytes(32), 2))
+with open(os.path.join(out, "ro-refusals"), "wb") as f:
+    f.write(b"\x07" + frame(4, struct.pack("<II", 2, 0o644) + path("ro.dat"), 1) + frame(6, path("ro.dat"), 2))

@@ -340,6 +340,7 @@ typedef struct rio_req {
 typedef struct rio_conn {
   struct rio_conn *next; /* in the cache */
   char host[256], port[16], secret_file[512], tls_ca[512];
+  char user[RIO_MAX_CRED_NAME + 1]; /* pario_rio_user: the credential's name, "" for none */
   int tls;
   rio_link link;
   long long timeout_ms;       /* progress timeout of the receiver's reads */
@@ -864,8 +865,13 @@ static int authenticate(rio_conn *c, const uint8_t *secret, size_t slen) {
   /* Plain TCP: version 2 with records under a MAC, nothing less (no downgrade to be had);
    * TLS protects the bytes already. */
   int tls = c->link.ssl != NULL;
-  rio_hello m = {tls ? 1 : 2, RIO_PROTO_VERSION, tls ? 0 : RIO_HELLO_MAC, {0}};
-  uint8_t b[64], rep[SMALL_REPLY], mac[RIO_MAC];
+  rio_hello m = {tls ? 1 : 2, RIO_PROTO_VERSION, tls ? 0 : RIO_HELLO_MAC, {0}, 0, {0}};
+  if (c->user[0]) { /* a named credential needs version 2 */
+    m.min_version = 2;
+    m.name_len = (uint8_t)strlen(c->user);
+    memcpy(m.name, c->user, m.name_len);
+  }
+  uint8_t b[RIO_HELLO_MAX], rep[SMALL_REPLY], mac[RIO_MAC];
   if (rio_random(m.nonce, sizeof m.nonce)) return EIO;
   size_t n = rio_encode_hello(b, sizeof b, &m);
   int e = handshake_call(&c->link, RIO_T_HELLO, b, n, rep, 40, c->timeout_ms);
@@ -1000,6 +1006,7 @@ typedef struct rio_where {
   char host[256], port[16], secret_file[512];
   int tls;            /* pario_rio_tls */
   char tls_ca[512];   /* pario_rio_tls_ca: "" for the system's CA store */
+  char user[RIO_MAX_CRED_NAME + 1]; /* pario_rio_user: "" for the server's "default" */
   const char *path; /* relative to the server's root */
   uint8_t secret[RIO_MAX_SECRET];
   size_t slen;
@@ -1010,8 +1017,9 @@ typedef struct rio_where {
 static void say_refused(const rio_where *w, int e) {
   const char *hp = w->host, *pt = w->port;
   if (e == EACCES)
-    pario_log(1, "x-rio://%s:%s: the server refused the secret in %s: check that client and server use the same "
-              "secret file", hp, pt, w->secret_file);
+    pario_log(1, "x-rio://%s:%s: the server refused the secret in %s%s%s: check that client and server use the same "
+              "secret file%s", hp, pt, w->secret_file, w->user[0] ? " for credential " : "", w->user,
+              w->user[0] ? " and that the server knows this credential (pario_rio_user)" : "");
   else if (e == EPROTONOSUPPORT)
     pario_log(1, "x-rio://%s:%s: the server speaks TLS: set pario_rio_tls=true (PARIO_RIO_TLS)", hp, pt);
   else if (e == EPROTO && w->tls)
@@ -1028,7 +1036,8 @@ static int conn_get(const rio_where *w, rio_conn **out) {
   for (rio_conn *c = cache; c; c = c->next) {
     pthread_mutex_lock(&c->lock);
     int ok = !c->dead && !strcmp(c->host, w->host) && !strcmp(c->port, w->port) &&
-             !strcmp(c->secret_file, w->secret_file) && c->tls == w->tls && !strcmp(c->tls_ca, w->tls_ca);
+             !strcmp(c->secret_file, w->secret_file) && c->tls == w->tls && !strcmp(c->tls_ca, w->tls_ca) &&
+             !strcmp(c->user, w->user);
     if (ok) c->refs++;
     pthread_mutex_unlock(&c->lock);
     if (ok) {
@@ -1045,6 +1054,7 @@ static int conn_get(const rio_where *w, rio_conn **out) {
     snprintf(c->port, sizeof c->port, "%s", w->port);
     snprintf(c->secret_file, sizeof c->secret_file, "%s", w->secret_file);
     snprintf(c->tls_ca, sizeof c->tls_ca, "%s", w->tls_ca);
+    snprintf(c->user, sizeof c->user, "%s", w->user);
     c->tls = w->tls;
     c->timeout_ms = w->timeout_ms;
     e = w->tls ? tls_start(&c->link, w->host, w->tls_ca, w->timeout_ms) : 0;
@@ -1157,6 +1167,13 @@ static int configure(rio_where *w, const char *name, const pario_drv_args *a) {
     return EINVAL;
   }
   snprintf(w->tls_ca, sizeof w->tls_ca, "%s", ca ? ca : "");
+  const char *user = setting(a, "pario_rio_user", "PARIO_RIO_USER");
+  if (user && (!*user || strlen(user) > RIO_MAX_CRED_NAME)) {
+    pario_log(1, "x-rio://%s: pario_rio_user / PARIO_RIO_USER must name a credential of 1 to %d characters", name,
+              RIO_MAX_CRED_NAME);
+    return EINVAL;
+  }
+  snprintf(w->user, sizeof w->user, "%s", user ? user : "");
   const char *sf = setting(a, "pario_rio_secret_file", "PARIO_RIO_SECRET_FILE");
   if (!sf) {
     pario_log(1, "x-rio://%s: no secret file (hint pario_rio_secret_file or PARIO_RIO_SECRET_FILE)", name);
@@ -1190,6 +1207,10 @@ static int ensure(rio_fh *h, rio_conn **c) {
       size_t n = rio_encode_open(b, sizeof b, (uint32_t)h->flags, h->perm, h->w.path);
       e = n ? call(nc, &r, RIO_T_OPEN, b, n, h->w.timeout_ms) : ENAMETOOLONG;
       if (!e && r.fixedn != 16) e = EPROTO;
+      uint32_t changes = RIO_O_ACCMODE | RIO_O_CREAT | RIO_O_TRUNC | RIO_O_APPEND;
+      if (e == EACCES && h->w.user[0] && ((uint32_t)h->flags & changes) != RIO_O_RDONLY)
+        pario_log(1, "x-rio://%s:%s/%s: open for writing refused: is credential %s (pario_rio_user) read-only on the "
+                  "server?", h->w.host, h->w.port, h->w.path, h->w.user);
       if (e) conn_put(nc);
       else h->sh = rio_load_u64(r.fixed), h->conn = nc;
     }

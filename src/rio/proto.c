@@ -101,7 +101,7 @@ uint32_t rio_request_min(unsigned type) {
 }
 
 uint64_t rio_request_limit(unsigned type, int authed, uint64_t max_request) {
-  if (!authed) return type == RIO_T_HELLO || type == RIO_T_AUTH ? rio_request_min(type) : 0;
+  if (!authed) return type == RIO_T_HELLO ? RIO_HELLO_MAX : type == RIO_T_AUTH ? rio_request_min(type) : 0;
   switch (type) {
   case RIO_T_HELLO: case RIO_T_AUTH: case RIO_T_ERROR: return 0; /* not after authentication */
   case RIO_T_OPEN: return 12 + RIO_MAX_PATH;
@@ -186,6 +186,15 @@ int rio_decode_hello(const uint8_t *b, size_t n, rio_hello *m) {
   m->flags = rio_get_u32(&r);
   const uint8_t *nonce = rio_get_bytes(&r, RIO_NONCE);
   if (nonce) memcpy(m->nonce, nonce, RIO_NONCE);
+  m->name_len = 0;
+  m->name[0] = '\0';
+  if (!r.err && r.n > 0) { /* the credential name: exactly u8 len, len bytes, nothing after */
+    m->name_len = (uint8_t)rd_le(&r, 1);
+    const uint8_t *name = rio_get_bytes(&r, m->name_len);
+    if (m->name_len == 0 || m->name_len > RIO_MAX_CRED_NAME || !name || m->max_version < 2) return RIO_EPROTO;
+    memcpy(m->name, name, m->name_len);
+    m->name[m->name_len] = '\0';
+  }
   if (rd_done(&r) || m->min_version > m->max_version) return RIO_EPROTO;
   return 0;
 }
@@ -300,6 +309,11 @@ size_t rio_encode_hello(uint8_t *b, size_t cap, const rio_hello *m) {
   rio_put_u16(&w, m->max_version);
   rio_put_u32(&w, m->flags);
   rio_put_bytes(&w, m->nonce, RIO_NONCE);
+  if (m->name_len) {
+    uint8_t nl = m->name_len;
+    rio_put_bytes(&w, &nl, 1);
+    rio_put_bytes(&w, m->name, m->name_len);
+  }
   return wr_result(&w);
 }
 

@@ -29,6 +29,9 @@
 #define RIO_MIN_SECRET 16
 #define RIO_MAX_SECRET 4096
 #define RIO_MAX_ERRMSG 1024
+#define RIO_MAX_CRED_NAME 64 /* HELLO's optional credential name (version 2) */
+#define RIO_HELLO_MIN (8 + RIO_NONCE)
+#define RIO_HELLO_MAX (RIO_HELLO_MIN + 1 + RIO_MAX_CRED_NAME)
 
 enum rio_type {
   RIO_T_HELLO = 1,
@@ -164,6 +167,8 @@ typedef struct rio_hello {
   uint16_t min_version, max_version;
   uint32_t flags;
   uint8_t nonce[RIO_NONCE];
+  uint8_t name_len; /* 0: no name (the credential "default"); version 2 only */
+  char name[RIO_MAX_CRED_NAME + 1];
 } rio_hello;
 
 typedef struct rio_hello_reply {

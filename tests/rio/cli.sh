@@ -46,6 +46,37 @@ expect 2 "${ok[@]}" --auth-timeout 0
 expect 2 "${ok[@]}" --auth-timeout 61
 expect 2 "${ok[@]}" --max-unauth-per-peer 0
 expect 2 "${ok[@]}" --user no-such-user-pario
+# --credentials (issue 31 item 4): each refusal one line, exit 1; the line names the cause.
+refused() { # refused PATTERN: --credentials $work/creds alone exits 1 with a line matching PATTERN
+  expect 1 --root "$work/root" --listen 127.0.0.1:0 --allow-root --credentials "$work/creds"
+  grep -q "$1" "$work/err" || fail "credentials, want '$1': $(cat "$work/err")"
+}
+head -c 40 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/c1.secret"
+chmod 600 "$work/c1.secret" "$work/short"
+printf 'alice rw %s\n' "$work/c1.secret" >"$work/creds" && chmod 644 "$work/creds"
+refused "creds: mode 0644 lets group or others read or write it"
+chmod 600 "$work/creds" && chmod 640 "$work/c1.secret"
+refused "c1.secret: mode 0640"
+chmod 600 "$work/c1.secret"
+printf '# ok\nalice rw %s\nbob rx %s\n' "$work/c1.secret" "$work/c1.secret" >"$work/creds"
+refused "creds line 3: rights must be rw or ro"
+printf 'al/ice rw %s\n' "$work/c1.secret" >"$work/creds"
+refused "creds line 1: bad name"
+printf 'alice rw\n' >"$work/creds"
+refused "creds line 1: expected NAME RIGHTS SECRETFILE"
+printf 'alice rw %s\nalice ro %s\n' "$work/c1.secret" "$work/c1.secret" >"$work/creds"
+refused "creds line 2: duplicate credential name alice"
+printf 'alice rw %s\n' "$work/short" >"$work/creds"
+refused "creds line 1: .*shorter than 16 bytes"
+printf 'alice rw %s ../up\n' "$work/c1.secret" >"$work/creds"
+refused "creds line 1: subdirectory ../up"
+printf 'alice rw %s nodir\n' "$work/c1.secret" >"$work/creds"
+refused "creds line 1: subdirectory nodir"
+# A good file alone (no --secret-file) serves.
+printf 'alice ro %s\n' "$work/c1.secret" >"$work/creds"
+timeout -s TERM 2 "$server" --root "$work/root" --listen 127.0.0.1:0 --allow-root --credentials "$work/creds" \
+  >"$work/out" 2>"$work/err" </dev/null || true
+grep -q "^127.0.0.1:[0-9]" "$work/out" || fail "a good credentials file: $(cat "$work/err")"
 # As root: neither --user nor --allow-root is refused, saying what to give; --user root too.
 # As another user: --user naming someone else is refused (only root switches users).
 if [ "$(id -u)" = 0 ]; then

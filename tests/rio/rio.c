@@ -23,7 +23,9 @@
  *   fault_nb URL DIR  the same with rounds of 512 nonblocking 4 KiB writes in flight: the
  *                  error arrives at MPI_Wait
  *   perm URL DIR   the hint file_perm 4777 on a created file: the server (its root DIR)
- *                  makes it without setuid/setgid/sticky bits */
+ *                  makes it without setuid/setgid/sticky bits
+ *   readonly URL DIR  run with PARIO_RIO_USER naming a read-only credential (cred-e2e.sh):
+ *                  reading works, opening for writing and deleting fail with MPI_ERR_ACCESS */
 #define _POSIX_C_SOURCE 200809L
 #include <sys/stat.h>
 #include <time.h>
@@ -673,6 +675,43 @@ static void perm(const char *url, const char *dir) {
   }
 }
 
+/* A read-only credential (pario_rio_user / PARIO_RIO_USER) through libpario (issue 31 item 4). */
+static void readonly(const char *url, const char *dir) {
+  char path[1024], local[1024];
+  snprintf(path, sizeof path, "%s/ro.dat", url);
+  snprintf(local, sizeof local, "%s/ro.dat", dir);
+  if (rank == 0) {
+    FILE *f = fopen(local, "w");
+    CHECK(f && fputs("read me", f) >= 0 && fclose(f) == 0, "made %s", local);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_File fh;
+  char buf[8] = {0};
+  MPI_Status st;
+  int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  CHECK(rc == MPI_SUCCESS, "read-only open: %s", err_text(rc));
+  if (rc == MPI_SUCCESS) {
+    rc = MPI_File_read_at_all(fh, 0, buf, 7, MPI_CHAR, &st);
+    CHECK(rc == MPI_SUCCESS && !memcmp(buf, "read me", 7), "read: %s", err_text(rc));
+    MPI_File_close(&fh);
+  }
+  rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
+  CHECK_ERR(rc, MPI_ERR_ACCESS, "MPI_File_open", path); /* for writing */
+  if (rc == MPI_SUCCESS) MPI_File_close(&fh);
+  snprintf(path, sizeof path, "%s/new.dat", url);
+  rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+  CHECK_ERR(rc, MPI_ERR_ACCESS, "MPI_File_open", path); /* to create */
+  if (rc == MPI_SUCCESS) MPI_File_close(&fh);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    snprintf(path, sizeof path, "%s/ro.dat", url);
+    rc = MPI_File_delete(path, MPI_INFO_NULL);
+    CHECK_ERR(rc, MPI_ERR_ACCESS, "MPI_File_delete", path);
+    CHECK(access(local, F_OK) == 0, "%s still there", local);
+    unlink(local);
+  }
+}
+
 int main(int argc, char **argv) {
   start(&argc, &argv);
   rank = t_rank;
@@ -690,6 +729,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "fault_nb") && argc > 3) fault(argv[2], argv[3], 1);
   else if (!strcmp(mode, "collw") && argc > 3) collw(argv[2], argv[3]);
   else if (!strcmp(mode, "perm") && argc > 3) perm(argv[2], argv[3]);
+  else if (!strcmp(mode, "readonly") && argc > 3) readonly(argv[2], argv[3]);
   else CHECK(0, "usage: rio basic|noncontig|hpio|lazy|gen|split|inflight|submit|fault|fault_nb|collw URL [DIR|HOW]");
   return finish("rio");
 }

@@ -269,12 +269,21 @@ int rc_call(rc_conn *c, unsigned type, const void *body, size_t n, uint8_t **rep
 }
 
 int rc_connect(rc_conn *c, const rc_server *s, const uint8_t *secret, size_t slen) {
+  return rc_connect_as(c, s, NULL, secret, slen);
+}
+
+int rc_connect_as(rc_conn *c, const rc_server *s, const char *name, const uint8_t *secret, size_t slen) {
   memset(c, 0, sizeof *c);
   c->fd = rc_connect_raw(s->host, s->port);
   if (c->fd < 0) return -1;
-  rio_hello hello = {1, 1, 0, {0}};
+  /* A name needs version 2 (without records: loopback lets plain TCP go without the MAC). */
+  rio_hello hello = {1, name ? 2 : 1, 0, {0}, 0, {0}};
+  if (name) {
+    hello.name_len = (uint8_t)strlen(name);
+    memcpy(hello.name, name, hello.name_len);
+  }
   rio_random(hello.nonce, RIO_NONCE);
-  uint8_t b[64], *rep;
+  uint8_t b[RIO_HELLO_MAX], *rep;
   size_t n = rio_encode_hello(b, sizeof b, &hello), rn;
   int st = rc_call(c, RIO_T_HELLO, b, n, &rep, &rn);
   if (st) return st;

@@ -44,6 +44,8 @@ int rc_connect_raw(const char *host, int port);
 void rc_close_fd(int fd);
 /* Connect and authenticate: 0, a RIO_E* status from the server, or -1 (connection broke). */
 int rc_connect(rc_conn *c, const rc_server *s, const uint8_t *secret, size_t slen);
+/* The same, naming a credential (HELLO version 2 with a name; name NULL: none, version 1). */
+int rc_connect_as(rc_conn *c, const rc_server *s, const char *name, const uint8_t *secret, size_t slen);
 void rc_close_conn(rc_conn *c);
 int rc_send_frame(int fd, unsigned type, uint64_t id, const void *body, size_t n);
 int rc_send_all(int fd, const void *p, size_t n);

@@ -114,7 +114,7 @@ static void test_auth(void) {
   close(fd);
   /* HELLO then a request instead of AUTH. */
   fd = rc_connect_raw(S.host, S.port);
-  rio_hello hello = {1, 1, 0, {0}};
+  rio_hello hello = {1, 1, 0, {0}, 0, {0}};
   n = rio_encode_hello(b, sizeof b, &hello);
   rc_send_frame(fd, RIO_T_HELLO, 1, b, n);
   CHECK(rc_recv_frame(fd, &h, &rb, 5000) == 0 && h.type == (RIO_T_HELLO | RIO_REPLY), "hello answered");
@@ -126,7 +126,7 @@ static void test_auth(void) {
   CHECK(rc_log_has(&S, "refused before authentication") >= before + 2, "requests without auth logged");
   /* Unsupported version. */
   fd = rc_connect_raw(S.host, S.port);
-  rio_hello h9 = {7, 9, 0, {0}};
+  rio_hello h9 = {7, 9, 0, {0}, 0, {0}};
   n = rio_encode_hello(b, sizeof b, &h9);
   rc_send_frame(fd, RIO_T_HELLO, 1, b, n);
   CHECK(rc_recv_frame(fd, &h, &rb, 5000) == 0 && h.type == (RIO_T_ERROR | RIO_REPLY) && rb[0] == RIO_EPROTO,

@@ -26,7 +26,7 @@ static void test_header(void) {
 }
 
 static void test_limits(void) {
-  CHECK(rio_request_limit(RIO_T_HELLO, 0, 1 << 20) == 40, "hello before auth");
+  CHECK(rio_request_limit(RIO_T_HELLO, 0, 1 << 20) == RIO_HELLO_MAX, "hello before auth");
   CHECK(rio_request_limit(RIO_T_AUTH, 0, 1 << 20) == 32, "auth before auth");
   CHECK(rio_request_limit(RIO_T_WRITE, 0, 1 << 20) == 0, "no write before auth");
   CHECK(rio_request_limit(RIO_T_OPEN, 0, 1 << 20) == 0, "no open before auth");

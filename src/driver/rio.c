@@ -1328,7 +1328,7 @@ static int rio_checksum(void *handle, unsigned algo, off_t offset, off_t len, ui
     if (got > piece) return EPROTO;
     m.start = (uint32_t)rio_load_u64(r.fixed);
     m.offset += got, total += got, left -= len ? got : 0;
-    if (got < piece || (len && left == 0)) break;
+    if (got == 0 || (len && left == 0)) break; /* not at a short reply: a forwarder's upstream may cap lower */
   }
   *value = m.start;
   *bytes = (off_t)total;

@@ -3,11 +3,18 @@
 # through libpario to the server; the server's sum (pario-checksum on x-rio://) must equal the
 # local copy's (pario-checksum on the root's file) and an independent one (Python's zlib for
 # Adler-32, a bitwise CRC32C below), for a file of several request pieces, ranges and an empty
-# file; a missing file fails with MPI_ERR_NO_SUCH_FILE naming it.
-# usage: checksum.sh PARIO-CHECKSUM SUM-HELPER
+# file; the same through a forwarder whose max_request (64M) is larger than the server's; a
+# missing file fails with MPI_ERR_NO_SUCH_FILE naming it.
+# usage: checksum.sh PARIO-CHECKSUM SUM-HELPER PARIO-SERVER
 set -euo pipefail
-tool=$1 helper=$2
-work=$(mktemp -d) && trap 'rm -rf "$work"' EXIT
+tool=$1 helper=$2 server=$3
+work=$(mktemp -d)
+FWD_PID=
+cleanup() {
+  if [ -n "$FWD_PID" ]; then kill "$FWD_PID" 2>/dev/null || true; wait "$FWD_PID" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
 fail() { echo "checksum: FAIL: $*" >&2; exit 1; }
 ref() { # ref ALGO FILE OFFSET LEN: the reference value and bytes, as the helper prints them
   python3 - "$@" <<'PY'
@@ -58,6 +65,18 @@ for algo in adler32 crc32c; do
 done
 [ "$(ref crc32c "$work/wiki" 0 0)" = "2d0e3663 9" ] && [ "$(ref adler32 "$work/wiki" 0 0)" = "11e60398 9" ] ||
   fail "the reference sums are wrong"
+# through a forwarder told 64M while the server sums 1M per request: the client must not take a
+# short piece for the end of the file
+"$server" --forward-to "127.0.0.1:${PARIO_TEST_URL##*:}" --listen 127.0.0.1:0 --secret-file "$PARIO_RIO_SECRET_FILE" \
+  --allow-root > >(sed -u -n '1s/.*://p' > "$work/fport") 2>>"$work/forwarder.log" &
+FWD_PID=$!
+for _ in $(seq 200); do [ -s "$work/fport" ] && break; sleep 0.05; done
+[ -s "$work/fport" ] || fail "the forwarder wrote no port"
+for algo in adler32 crc32c; do
+  got=$(timeout 60 "$tool" --algo "$algo" "x-rio://127.0.0.1:$(cat "$work/fport")/big") || fail "$algo through the forwarder"
+  want=$(ref "$algo" "$work/big" 0 0)
+  [ "${got%% *}" = "${want% *}" ] || fail "$algo through the forwarder: '$got', want ${want% *}"
+done
 # a missing file: exit 1, one line naming the file, MPI_ERR_NO_SUCH_FILE
 if err=$(timeout 60 "$tool" "$PARIO_TEST_URL/missing" 2>&1); then fail "a missing file succeeded: $err"; fi
 [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [[ $err == *"$PARIO_TEST_URL/missing"* ]] &&

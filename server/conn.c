@@ -545,7 +545,7 @@ static int next_header(srv_conn *c, uint8_t hb[RIO_HDR_SIZE], uint64_t *deadline
 
 const char *srv_type_name(unsigned t) {
   static const char *n[] = {"?", "HELLO", "AUTH", "PING", "OPEN", "CLOSE", "DELETE", "STAT", "SET_SIZE",
-                            "PREALLOCATE", "SYNC", "READ", "WRITE", "LOCK", "COUNTER", "ERROR"};
+                            "PREALLOCATE", "SYNC", "READ", "WRITE", "LOCK", "COUNTER", "ERROR", "CHECKSUM"};
   return t <= RIO_T_MAX ? n[t] : "unknown";
 }
 

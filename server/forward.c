@@ -618,7 +618,8 @@ void srv_forward_stop(void) {
 /* The handle a request names (first u64 of the body), for the types that have one. */
 static int has_handle(unsigned t) {
   return t == RIO_T_CLOSE || t == RIO_T_STAT || t == RIO_T_SET_SIZE || t == RIO_T_PREALLOCATE || t == RIO_T_SYNC ||
-         t == RIO_T_READ || t == RIO_T_WRITE || t == RIO_T_LOCK || t == RIO_T_COUNTER;
+         t == RIO_T_READ || t == RIO_T_WRITE || t == RIO_T_LOCK || t == RIO_T_COUNTER ||
+         t == RIO_T_CHECKSUM;
 }
 
 /* Decode like the server would, so nothing malformed goes upstream: 0, or a status. */
@@ -627,6 +628,7 @@ static int check_body(unsigned t, const uint8_t *b, size_t n, rio_io_req *io, si
   rio_open_req o;
   rio_lock_req l;
   rio_counter_req k;
+  rio_checksum_req s;
   const char *p;
   uint32_t pl;
   int e;
@@ -636,6 +638,7 @@ static int check_body(unsigned t, const uint8_t *b, size_t n, rio_io_req *io, si
   case RIO_T_PREALLOCATE: return rio_decode_handle3(b, n, &x, &y, &z);
   case RIO_T_LOCK: return rio_decode_lock(b, n, &l);
   case RIO_T_COUNTER: return rio_decode_counter(b, n, &k);
+  case RIO_T_CHECKSUM: return rio_decode_checksum(b, n, &s);
   case RIO_T_DELETE: return rio_decode_path(b, n, &p, &pl);
   case RIO_T_OPEN:
     if ((e = rio_decode_open(b, n, &o)) != 0) return e;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "server.h"
+#include "rio/checksum.h"
 
 #define READ_CHUNK (1u << 20)
 #define WRITE_CHUNK (1u << 20)
@@ -399,6 +400,38 @@ static void do_lock(srv_job *j) {
   srv_lock_park(j); /* the job stays in flight until granted or cancelled */
 }
 
+/* CHECKSUM: at most max_request bytes per request, read in READ_CHUNK pieces, so one request
+ * holds a worker about as long as a READ of max_request would; the client goes on from the
+ * returned value (PROTOCOL.md, CHECKSUM). */
+static void do_checksum(srv_job *j) {
+  rio_checksum_req m;
+  int e = rio_decode_checksum(j->body, j->n, &m);
+  if (e) return (void)bad_body(j, e);
+  if (take_handle(j, m.handle)) return;
+  if (j->hd->acc == RIO_O_WRONLY) return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_EBADF, NULL, 0);
+  uint64_t want = m.len == 0 || m.len > srv->cfg.max_request ? srv->cfg.max_request : m.len, done = 0;
+  uint8_t *buf = malloc(READ_CHUNK);
+  if (!buf) return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_ENOMEM, NULL, 0);
+  uint32_t v = m.start;
+  int st = RIO_OK;
+  uint64_t t0 = srv_now_ns();
+  while (done < want) {
+    size_t n = want - done < READ_CHUNK ? (size_t)(want - done) : READ_CHUNK;
+    ssize_t r = pread(j->hd->fd, buf, n, (off_t)(m.offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) st = st_errno(errno);
+    if (r <= 0) break; /* 0: end of file */
+    v = rio_sum_update(m.algo, v, buf, (size_t)r);
+    done += (uint64_t)r;
+  }
+  free(buf);
+  srv_trace_span("storage", "checksum", rio_sum_name(m.algo), t0, done, m.offset, j->h.id);
+  uint8_t b[16];
+  rio_store_u64(b, v);
+  rio_store_u64(b + 8, done);
+  srv_reply(j->c, j->h.type, j->h.id, st, b, st ? 0 : sizeof b);
+}
+
 /* Bytes a READ returns: the segments in order up to the first that the end of file cuts. */
 static uint64_t read_extent(const rio_io_req *io, uint64_t size) {
   uint64_t done = 0;
@@ -717,6 +750,7 @@ void srv_handle_job(srv_job *j) {
     break;
   case RIO_T_LOCK: do_lock(j); return; /* parked or done inside */
   case RIO_T_COUNTER: do_counter(j); break;
+  case RIO_T_CHECKSUM: do_checksum(j); break;
   default: bad_body(j, RIO_EPROTO); break; /* the reader admits only request types */
   }
   srv_job_done(j);

@@ -23,12 +23,13 @@ import shlex
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 from typing import List, Optional
 
 from . import IMPLS, MPIS, SUITES, __version__
 from .launch import Launcher, LauncherError
-from .locate import bench_version, find_bench, find_server
+from .locate import bench_version, find_bench, find_checksum, find_server
 from .plan import PlanError, default_repeat, parse_choice_list, parse_ranks, parse_suites, plan_sweep
 from .results import META_FILE, REPORT_FILE, RESULTS_FILE, RUNS_FILE, load_results, save_meta
 from .runner import (LOG_DIR, SCRATCH_DIR, Interrupted, Runner, bench_path, build_dir_default, fmt_duration,
@@ -153,6 +154,21 @@ def _parser() -> argparse.ArgumentParser:
     rem.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=900.0,
                      help="kill a pario-bench run after this long (default 900)")
     _trace_parsers(sub)
+    ck = sub.add_parser(
+        "checksum", help="Adler-32 or CRC32C of files, computed by pario-server for x-rio:// names",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print VALUE  NAME per file (8 hex digits), like xrdadler32. For an x-rio://host:port/path "
+                    "name the server sums the file and only the value travels; a local path is read here. "
+                    "Compare the two to check a transfer.",
+        epilog="examples:\n  pario checksum x-rio://io1:7800/run/out.h5 --secret-file ~/.pario-secret\n"
+               "  pario checksum --algo crc32c out.h5")
+    ck.add_argument("files", nargs="+", metavar="FILE", help="a path or x-rio://host:port/path")
+    ck.add_argument("--algo", default="adler32", choices=("adler32", "crc32c"), help="default adler32")
+    ck.add_argument("--secret-file", metavar="F", help="the server's secret (default $PARIO_RIO_SECRET_FILE)")
+    ck.add_argument("--mpi", metavar="FLAVOUR", default="mpich", choices=MPIS, help="MPI flavour (default mpich)")
+    ck.add_argument("--build-dir", metavar="DIR", default=None, help="build tree (default $PARIO_BUILD_DIR or ./build)")
+    ck.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=3600.0,
+                    help="give up after this long (default 3600)")
 
     rep = bsub.add_parser("report", help="rebuild DIR/report.html from stored results",
                           description="Rebuild DIR/report.html, its figures (PNG and SVG), DIR/summary.csv "
@@ -574,7 +590,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 return EXIT_OK
             if not args.command:
                 raise UsageError("a command is required: `pario bench run ...`, `pario bench report DIR` or "
-                                 "`pario trace merge|stats|report DIR` or `pario trace experiment seed001` (see `pario --help`)")
+                                 "`pario trace merge|stats|report DIR`, `pario trace experiment seed001` or `pario checksum FILE...` (see `pario --help`)")
             return _dispatch(args)
         except UsageError as e:
             return _error(str(e))
@@ -631,9 +647,42 @@ def cmd_remote(args) -> int:
     return EXIT_OK if rows else EXIT_NOTHING
 
 
+def cmd_checksum(args) -> int:
+    """Run pario-checksum (an MPI singleton linked with libpario) and pass its lines on; its
+    errors become one `pario: error:` line each."""
+    build_dir = args.build_dir or args.global_build_dir or build_dir_default()
+    tool = find_checksum(args.mpi, build_dir)
+    if not tool:
+        return _error(f"pario-checksum not found (looked in {build_dir}/{args.mpi}/bench, $PARIO_PREFIX/bin and "
+                      "PATH): build pario (make build) or set PARIO_PREFIX to its install")
+    env = dict(os.environ)
+    if args.secret_file:
+        if not os.path.isfile(args.secret_file):
+            return _error(f"--secret-file {args.secret_file}: no such file")
+        env["PARIO_RIO_SECRET_FILE"] = os.path.abspath(args.secret_file)
+    try:
+        p = subprocess.run([tool, "--algo", args.algo, "--", *args.files], capture_output=True, text=True,
+                           errors="replace", env=env, stdin=subprocess.DEVNULL, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return _error(f"checksum: no answer within {args.timeout:g} s (--timeout)")
+    sys.stdout.write(p.stdout)
+    errs = [ln.strip() for ln in p.stderr.splitlines() if ln.strip().startswith(CHECKSUM_PREFIX)]
+    for ln in errs:
+        print(f"pario: error: {ln[len(CHECKSUM_PREFIX):].strip()}", file=sys.stderr)
+    if p.returncode and not errs:
+        last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+        print(f"pario: error: pario-checksum failed: {last}", file=sys.stderr)
+    return EXIT_OK if p.returncode == 0 else EXIT_VERIFY
+
+
+CHECKSUM_PREFIX = "pario-checksum:"
+
+
 def _dispatch(args) -> int:
     if args.command == "trace":
         return cmd_trace(args)
+    if args.command == "checksum":
+        return cmd_checksum(args)
     if args.command == "bench":
         if args.bench_command == "run":
             return cmd_run(args)

@@ -163,3 +163,24 @@ def find_server(mpi: str, build_dir: str, environ: Optional[Mapping[str, str]] =
         if _executable(c):
             return os.path.abspath(c)
     return None
+
+
+CHECKSUM = "pario-checksum"
+
+
+def find_checksum(mpi: str, build_dir: str, environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """pario-checksum (linked with libpario, so it needs no preload): the build tree's
+    BUILD_DIR/<flavour>/bench/pario-checksum (`mpi` first, then the other flavour), else
+    $PARIO_PREFIX/bin with or without the flavour suffix, else PATH."""
+    environ = os.environ if environ is None else environ
+    cands = [os.path.join(build_dir, m, "bench", CHECKSUM) for m in (mpi,) + tuple(x for x in ("mpich", "openmpi") if x != mpi)]
+    prefix = environ.get("PARIO_PREFIX")
+    if prefix:
+        cands += [os.path.join(prefix, "bin", n) for n in (f"{CHECKSUM}-{mpi}", f"{CHECKSUM}.{mpi}", CHECKSUM)]
+    for d in environ.get("PATH", "").split(os.pathsep):
+        if d:
+            cands += [os.path.join(d, n) for n in (f"{CHECKSUM}-{mpi}", f"{CHECKSUM}.{mpi}", CHECKSUM)]
+    for c in cands:
+        if _executable(c):
+            return os.path.abspath(c)
+    return None

@@ -133,6 +133,7 @@ static void up_answer(int fd, const rio_hdr *h, const uint8_t *b) {
   uint64_t x, y, z;
   rio_lock_req l;
   rio_counter_req k;
+  rio_checksum_req sum;
   const char *p;
   uint32_t pl;
   int bad = 0;
@@ -146,6 +147,7 @@ static void up_answer(int fd, const rio_hdr *h, const uint8_t *b) {
   case RIO_T_LOCK: bad = rio_decode_lock(b, h->len, &l); up_reply(fd, h, 0, NULL, 0, 0); break;
   case RIO_T_COUNTER: bad = rio_decode_counter(b, h->len, &k); up_reply(fd, h, 0, out, 8, 0); break;
   case RIO_T_DELETE: bad = rio_decode_path(b, h->len, &p, &pl); up_reply(fd, h, 0, NULL, 0, 0); break;
+  case RIO_T_CHECKSUM: bad = rio_decode_checksum(b, h->len, &sum); up_reply(fd, h, 0, out, 16, 0); break;
   case RIO_T_READ:
   case RIO_T_WRITE:
     bad = rio_decode_io(b, h->len, h->len, h->type, srv->cfg.max_segments, &io, &hb);

@@ -51,6 +51,14 @@ sessions = {
         (14, struct.pack("<QQIIq", H, 5, 1, 0, 3)),
         (14, struct.pack("<QQIIq", H, 5, 3, 0, 0)),
     ],
+    "checksum": [  # CHECKSUM (16): adler32 of a range, crc32c to the end, an unknown algo, a bad handle
+        (4, struct.pack("<II", 6, 0o644) + path("k")),
+        (12, io(H, [(0, 9)], b"123456789")),
+        (16, struct.pack("<QIIQQ", H, 1, 1, 2, 5)),
+        (16, struct.pack("<QIIQQ", H, 2, 0, 0, 0)),
+        (16, struct.pack("<QIIQQ", H, 9, 0, 0, 0)),
+        (16, struct.pack("<QIIQQ", H + 2, 2, 0, 1 << 62, 1 << 62)),
+    ],
     "escape": [
         (4, struct.pack("<II", 0, 0) + path("../../etc/passwd")),
         (4, struct.pack("<II", 0, 0) + path("/proc/self/status")),
@@ -77,6 +85,7 @@ forwarder = {  # the stand-in upstream answers every OPEN with handle 1
         (7, struct.pack("<Q", 1)),
         (13, struct.pack("<QIIQQ", 1, 2, 0, 0, 10)),
         (14, struct.pack("<QQIIq", 1, 5, 1, 0, 3)),
+        (16, struct.pack("<QIIQQ", 1, 2, 0, 0, 0)),
         (6, path("g")),
     ],
 }

@@ -75,6 +75,10 @@ typedef struct pario_driver {
    * one, e.g. a large write whose data would keep the caller sending): run it as preadl/pwritel. */
   int (*submit)(void *handle, int rw, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt,
                 void (*done)(void *arg, int err, size_t bytes), void *arg);
+  /* Checksum computed where the data lies (pario_file_checksum): algo as rio/checksum.h,
+   * len bytes from offset (len 0: to the end of file); *bytes summed, fewer only at the end of
+   * file. NULL: the caller reads through preadv and sums itself. */
+  int (*checksum)(void *handle, unsigned algo, off_t offset, off_t len, uint32_t *value, off_t *bytes);
 } pario_driver;
 
 /* The collective access a transfer belongs to, on the calling thread: the collective layer

@@ -2,6 +2,7 @@
  * little-endian readers/writers, request bodies, status codes and HMAC authentication. Shared
  * by the client driver and pario-server; it never trusts a length it has not checked. */
 #include "proto.h"
+#include "checksum.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -96,6 +97,7 @@ uint32_t rio_request_min(unsigned type) {
   case RIO_T_READ: case RIO_T_WRITE: return RIO_IO_HDR;
   case RIO_T_LOCK: return 32;
   case RIO_T_COUNTER: return 32;
+  case RIO_T_CHECKSUM: return RIO_CHECKSUM_BODY;
   default: return 0;
   }
 }
@@ -261,6 +263,19 @@ int rio_decode_lock(const uint8_t *b, size_t n, rio_lock_req *m) {
   return 0;
 }
 
+int rio_decode_checksum(const uint8_t *b, size_t n, rio_checksum_req *m) {
+  rio_rd r = rio_rd_init(b, n);
+  m->handle = rio_get_u64(&r);
+  m->algo = rio_get_u32(&r);
+  m->start = rio_get_u32(&r);
+  m->offset = rio_get_u64(&r);
+  m->len = rio_get_u64(&r);
+  if (rd_done(&r)) return RIO_EPROTO;
+  if (m->algo != RIO_SUM_ADLER32 && m->algo != RIO_SUM_CRC32C) return RIO_EINVAL;
+  if (m->offset > (uint64_t)INT64_MAX || m->len > (uint64_t)INT64_MAX - m->offset) return RIO_EINVAL;
+  return 0;
+}
+
 int rio_decode_counter(const uint8_t *b, size_t n, rio_counter_req *m) {
   rio_rd r = rio_rd_init(b, n);
   m->handle = rio_get_u64(&r);
@@ -364,6 +379,16 @@ size_t rio_encode_counter(uint8_t *b, size_t cap, const rio_counter_req *m) {
   rio_put_u32(&w, m->op);
   rio_put_u32(&w, 0);
   rio_put_u64(&w, (uint64_t)m->value);
+  return wr_result(&w);
+}
+
+size_t rio_encode_checksum(uint8_t *b, size_t cap, const rio_checksum_req *m) {
+  rio_wr w = rio_wr_init(b, cap);
+  rio_put_u64(&w, m->handle);
+  rio_put_u32(&w, m->algo);
+  rio_put_u32(&w, m->start);
+  rio_put_u64(&w, m->offset);
+  rio_put_u64(&w, m->len);
   return wr_result(&w);
 }
 

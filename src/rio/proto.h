@@ -49,7 +49,8 @@ enum rio_type {
   RIO_T_LOCK = 13,
   RIO_T_COUNTER = 14,
   RIO_T_ERROR = 15,
-  RIO_T_MAX = 15
+  RIO_T_CHECKSUM = 16,
+  RIO_T_MAX = 16
 };
 
 enum rio_open_flags {
@@ -216,6 +217,15 @@ typedef struct rio_counter_req {
   int64_t value;
 } rio_counter_req;
 
+/* CHECKSUM: sum len bytes (0: to the end of file) from offset with algo (checksum.h),
+ * continuing from start (the value of the bytes before, rio_sum_start for none). */
+typedef struct rio_checksum_req {
+  uint64_t handle;
+  uint32_t algo, start;
+  uint64_t offset, len;
+} rio_checksum_req;
+#define RIO_CHECKSUM_BODY 32
+
 /* Decoders of request bodies: 0 or RIO_EPROTO (or RIO_ETOOBIG for limits). Each checks that
  * the fields fill the body exactly (READ: exactly the io header and segments; WRITE: the
  * header part only, since the data may be streamed: *hdr_bytes says where data starts). */
@@ -227,6 +237,7 @@ int rio_decode_handle2(const uint8_t *b, size_t n, uint64_t *handle, uint64_t *v
 int rio_decode_handle3(const uint8_t *b, size_t n, uint64_t *handle, uint64_t *a, uint64_t *b2); /* PREALLOCATE */
 int rio_decode_lock(const uint8_t *b, size_t n, rio_lock_req *m);
 int rio_decode_counter(const uint8_t *b, size_t n, rio_counter_req *m);
+int rio_decode_checksum(const uint8_t *b, size_t n, rio_checksum_req *m); /* RIO_EINVAL: unknown algo, range past 2^63 */
 /* The io header and segments at the start of b (n bytes available). Checks nseg against
  * max_segments, the segment bytes against n, every offset + len against 2^63, and the sum of
  * the lengths. For READ pass body_len == header + segments; for WRITE the data follows and
@@ -243,6 +254,7 @@ size_t rio_encode_path(uint8_t *b, size_t cap, const char *path);
 size_t rio_encode_u64s(uint8_t *b, size_t cap, int n, const uint64_t *v);
 size_t rio_encode_lock(uint8_t *b, size_t cap, const rio_lock_req *m);
 size_t rio_encode_counter(uint8_t *b, size_t cap, const rio_counter_req *m);
+size_t rio_encode_checksum(uint8_t *b, size_t cap, const rio_checksum_req *m);
 /* io header; segments are appended with rio_put_u64 pairs by the caller. */
 void rio_put_io_hdr(rio_wr *w, uint64_t handle, uint64_t coll_id, uint32_t coll_n, uint32_t nseg);
 

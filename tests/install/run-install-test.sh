@@ -139,7 +139,7 @@ step "pario-bench.$flavour --version / --help"
 "$prefix/bin/pario-bench.$flavour" --version | tee "$work/version.txt"
 grep -Eq "^pario-bench $version \(built for (Open MPI|MPICH) [0-9]" "$work/version.txt" || fail "--version"
 "$prefix/bin/pario-bench.$flavour" --help | grep -q "usage: pario-bench" || fail "--help"
-for p in pario-overhead pario-exchange pario-server; do
+for p in pario-overhead pario-exchange pario-checksum pario-server; do
   [ -x "$prefix/bin/$p.$flavour" ] || fail "$p.$flavour"
 done
 "$prefix/bin/pario-server.$flavour" --version | grep -q "^pario-server $version " || fail "pario-server --version"

@@ -1,7 +1,8 @@
 /* pario-server end to end through the raw protocol: every request type checked against the bytes
  * on disk, streamed transfers, end of file inside a READ, locks that wait without blocking,
  * the shared counter, 32 pipelined requests, 600 frames sent as one stream cut into uneven
- * pieces (the server's read-ahead and batched replies), stale handles, a clean SIGTERM shutdown.
+ * pieces (the server's read-ahead and batched replies), stale handles, CHECKSUM (values, pieces,
+ * refusals, a malformed body closing the connection), a clean SIGTERM shutdown.
  * usage: test_rio_basic PARIO_SERVER [SERVER OPTIONS...] */
 #include <fcntl.h>
 #include <pthread.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "../unit/check.h"
+#include "rio/checksum.h"
 #include "rioclient.h"
 
 static rc_server S;
@@ -262,6 +264,83 @@ static void test_burst(rc_conn *c) {
   rc_handle_op(c, RIO_T_CLOSE, h2);
 }
 
+/* One CHECKSUM: its status; value and bytes on success. */
+static int checksum(rc_conn *c, uint64_t h, uint32_t algo, uint32_t start, uint64_t off, uint64_t len, uint32_t *v,
+                    uint64_t *bytes) {
+  rio_checksum_req m = {h, algo, start, off, len};
+  uint8_t b[RIO_CHECKSUM_BODY], *rep = NULL;
+  size_t rn = 0;
+  int st = rc_call(c, RIO_T_CHECKSUM, b, rio_encode_checksum(b, sizeof b, &m), &rep, &rn);
+  if (st == 0 && rn != 16) st = -1;
+  if (st == 0) *v = (uint32_t)rio_load_u64(rep), *bytes = rio_load_u64(rep + 8);
+  free(rep);
+  return st;
+}
+
+/* CHECKSUM against sums of the bytes written: whole, a range, capped at max_request (a server
+ * started with --max-request 1M for it) and continued from the value, end of file, refusals that
+ * keep the connection, and a body of the wrong length that ends it. */
+static void test_checksum_on(rc_conn *c, rc_conn *doomed) {
+  size_t n = (1u << 20) + 777;
+  uint8_t *d = malloc(n);
+  for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(i * 131 + (i >> 11));
+  uint64_t h, hw, off = 0, len = n, done = 0, bytes = 0;
+  uint32_t v = 0;
+  CHECK(rc_open(c, "sum.dat", RIO_O_RDWR | RIO_O_CREAT, 0644, &h, NULL) == 0, "sum: open");
+  len = n / 2; /* two WRITEs: one would pass max_request */
+  CHECK(rc_write(c, h, 1, &off, &len, d, &done) == 0 && done == len, "sum: write 1");
+  off = len, len = n - len;
+  CHECK(rc_write(c, h, 1, &off, &len, d + off, &done) == 0 && done == len, "sum: write 2");
+  CHECK(checksum(c, h, RIO_SUM_CRC32C, 0, 5, 1000, &v, &bytes) == 0 && bytes == 1000 &&
+        v == rio_crc32c(0, d + 5, 1000), "sum: crc32c of a range");
+  uint64_t cap = c->max_request;
+  CHECK(checksum(c, h, RIO_SUM_ADLER32, 1, 0, 0, &v, &bytes) == 0 && bytes == (cap < n ? cap : n) &&
+        v == rio_adler32(1, d, (size_t)bytes), "sum: to the end, at most max_request (%llu bytes)",
+        (unsigned long long)bytes);
+  uint64_t first = bytes;
+  CHECK(checksum(c, h, RIO_SUM_ADLER32, v, first, 0, &v, &bytes) == 0 && first + bytes == n &&
+        v == rio_adler32(1, d, n), "sum: continued from the value to the end of file");
+  CHECK(checksum(c, h, RIO_SUM_ADLER32, 1, n + 10, 5, &v, &bytes) == 0 && bytes == 0 && v == 1, "sum: past the end");
+  CHECK(checksum(c, h, 7, 0, 0, 0, &v, &bytes) == RIO_EINVAL, "sum: unknown algorithm refused");
+  CHECK(checksum(c, h, RIO_SUM_CRC32C, 0, (uint64_t)1 << 63, 1, &v, &bytes) == RIO_EINVAL, "sum: range past 2^63");
+  CHECK(checksum(c, h + 2, RIO_SUM_CRC32C, 0, 0, 0, &v, &bytes) == RIO_EBADF, "sum: unknown handle");
+  CHECK(rc_open(c, "sum.dat", RIO_O_WRONLY, 0, &hw, NULL) == 0, "sum: open write-only");
+  CHECK(checksum(c, hw, RIO_SUM_CRC32C, 0, 0, 0, &v, &bytes) == RIO_EBADF, "sum: write-only handle refused");
+  CHECK(rc_ping(c) == 0, "sum: connection kept after refusals");
+  rc_handle_op(c, RIO_T_CLOSE, hw);
+  rc_handle_op(c, RIO_T_CLOSE, h);
+  uint8_t b[RIO_CHECKSUM_BODY + 1] = {0};
+  rio_hdr rh;
+  uint8_t *rb = NULL;
+  CHECK(rc_send_frame(doomed->fd, RIO_T_CHECKSUM, 99, b, sizeof b) == 0, "sum: send a 33-byte body");
+  int r = rc_recv_frame(doomed->fd, &rh, &rb, 10000);
+  CHECK(r != 0 || rh.type == (RIO_T_ERROR | RIO_REPLY), "sum: a 33-byte body is refused (type %x)", r ? 0 : rh.type);
+  free(rb);
+  rb = NULL;
+  CHECK(rc_recv_frame(doomed->fd, &rh, &rb, 10000) != 0, "sum: ... and the connection closed");
+  free(rb);
+  free(d);
+}
+
+static void test_checksum(const char *bin) {
+  static rc_server S2;
+  static uint8_t sec2[RIO_MAX_SECRET];
+  size_t sl2 = 0;
+  const char *extra[] = {"--threads", "2", "--max-request", "1M", NULL};
+  if (rc_workdir(&S2, "basic-sum") || rc_server_start(&S2, bin, extra)) {
+    CHECK(0, "sum: start a server");
+    return;
+  }
+  rc_read_secret(&S2, sec2, &sl2);
+  rc_conn c, d;
+  CHECK(rc_connect(&c, &S2, sec2, sl2) == 0 && c.max_request == (1u << 20), "sum: connect (max_request 1M)");
+  CHECK(rc_connect(&d, &S2, sec2, sl2) == 0, "sum: second connection");
+  test_checksum_on(&c, &d);
+  rc_close_conn(&c);
+  rc_close_conn(&d);
+  CHECK(rc_server_stop(&S2) == 0, "sum: clean stop");
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return fprintf(stderr, "usage: %s PARIO_SERVER\n", argv[0]), 2;
   const char *extra[16] = {"--threads", "2", "--log-level", "debug"};
@@ -278,6 +357,7 @@ int main(int argc, char **argv) {
   test_locks_counter(&c1, &c2);
   test_pipeline(&c2);
   if (!getenv("PARIO_RIO_TEST_TLS_CA")) test_burst(&c1); /* one SSL object: no sending thread */
+  if (!getenv("PARIO_RIO_TEST_TLS_CA") && argc == 2) test_checksum(argv[1]); /* its own plain server */
   rc_close_conn(&c1);
   rc_close_conn(&c2);
   CHECK(rc_server_stop(&S) == 0, "clean stop on SIGTERM");

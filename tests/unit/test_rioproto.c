@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "rio/checksum.h"
 #include "rio/proto.h"
 
 static void test_header(void) {
@@ -165,6 +166,46 @@ static void test_status(void) {
   CHECK(rio_get_status(&r) == RIO_EPROTO, "truncated status");
 }
 
+/* Known vectors, piecewise sums equal to whole ones, and the CHECKSUM body codec. */
+static void test_checksum(void) {
+  const uint8_t *d = (const uint8_t *)"123456789", *w = (const uint8_t *)"Wikipedia";
+  CHECK(rio_crc32c(0, d, 9) == 0xE3069283u, "crc32c(123456789) %08x", rio_crc32c(0, d, 9));
+  CHECK(rio_adler32(1, w, 9) == 0x11E60398u, "adler32(Wikipedia) %08x", rio_adler32(1, w, 9));
+  CHECK(rio_crc32c(0, d, 0) == 0 && rio_adler32(1, d, 0) == 1, "empty");
+  uint8_t zeros[32] = {0}, ones[32];
+  memset(ones, 0xff, sizeof ones);
+  CHECK(rio_crc32c(0, zeros, 32) == 0x8A9136AAu, "crc32c(32 zeros) %08x", rio_crc32c(0, zeros, 32));
+  CHECK(rio_crc32c(0, ones, 32) == 0x62A8AB43u, "crc32c(32 0xff) %08x", rio_crc32c(0, ones, 32));
+  static uint8_t big[100000];
+  for (size_t i = 0; i < sizeof big; i++) big[i] = (uint8_t)(i * 7 + (i >> 9));
+  for (unsigned a = RIO_SUM_ADLER32; a <= RIO_SUM_CRC32C; a++) {
+    uint32_t whole = rio_sum_update(a, rio_sum_start(a), big, sizeof big), v = rio_sum_start(a);
+    for (size_t at = 0, k = 1; at < sizeof big; at += k, k = k * 3 + 1) {
+      size_t n = sizeof big - at < k ? sizeof big - at : k;
+      v = rio_sum_update(a, v, big + at, n);
+    }
+    CHECK(v == whole, "%s piecewise %08x vs %08x", rio_sum_name(a), v, whole);
+  }
+  CHECK(rio_sum_algo("adler32") == RIO_SUM_ADLER32 && rio_sum_algo("crc32c") == RIO_SUM_CRC32C &&
+        rio_sum_algo("md5") == 0 && rio_sum_algo(NULL) == 0, "algo names");
+  rio_checksum_req m = {7, RIO_SUM_CRC32C, 0x1234, 100, 200}, g;
+  uint8_t b[64];
+  size_t n = rio_encode_checksum(b, sizeof b, &m);
+  CHECK(n == RIO_CHECKSUM_BODY && rio_decode_checksum(b, n, &g) == 0 && g.handle == 7 && g.algo == m.algo &&
+        g.start == 0x1234 && g.offset == 100 && g.len == 200, "checksum round trip");
+  CHECK(rio_decode_checksum(b, n - 1, &g) == RIO_EPROTO && rio_decode_checksum(b, sizeof b, &g) == RIO_EPROTO,
+        "checksum body of the wrong length");
+  m.algo = 3;
+  n = rio_encode_checksum(b, sizeof b, &m);
+  CHECK(rio_decode_checksum(b, n, &g) == RIO_EINVAL, "unknown algo refused");
+  m.algo = RIO_SUM_ADLER32, m.offset = (uint64_t)1 << 63;
+  n = rio_encode_checksum(b, sizeof b, &m);
+  CHECK(rio_decode_checksum(b, n, &g) == RIO_EINVAL, "offset past 2^63 refused");
+  CHECK(rio_request_limit(RIO_T_CHECKSUM, 1, 1 << 20) == RIO_CHECKSUM_BODY &&
+        rio_request_min(RIO_T_CHECKSUM) == RIO_CHECKSUM_BODY && rio_request_limit(RIO_T_CHECKSUM, 0, 1 << 20) == 0,
+        "checksum limits");
+}
+
 int main(void) {
   test_header();
   test_limits();
@@ -174,6 +215,7 @@ int main(void) {
   test_secret();
   test_names();
   test_status();
+  test_checksum();
   printf("rioproto: %d checks, %d failures\n", checks, failures);
   return failures != 0;
 }

@@ -3,7 +3,7 @@
 # what it declares (errors, logging), the helpers every layer uses, are usable from anywhere.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 declare -A allowed=(
-  [api]="api tracer async sharedfp collective core view driver trace include"
+  [api]="api tracer async sharedfp collective core view driver rio trace include" # rio: its checksums (rio/checksum.h, pure functions) for local files
   [tracer]="tracer core view driver trace"
   [async]="async collective core view driver trace"
   [sharedfp]="sharedfp core view driver trace"

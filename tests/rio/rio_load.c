@@ -21,12 +21,6 @@ static pthread_barrier_t bar;
 static volatile int stop;
 static uint64_t moved, requests;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void *client(void *arg) {
   int rank = (int)(long)arg, bad = 0;
   rc_conn c;
@@ -36,7 +30,7 @@ static void *client(void *arg) {
   if (rc_connect(&c, &S, secret, slen) || rc_open(&c, file, RIO_O_RDWR | RIO_O_CREAT, 0644, &h, NULL)) bad = 1;
   pthread_barrier_wait(&bar);
   static double t0;
-  if (rank == 0) t0 = now_s();
+  if (rank == 0) t0 = rc_now_s();
   for (int s = 0; s < steps; s++) {
     if (!bad) {
       uint64_t off = ((uint64_t)s * (uint64_t)nclients + (uint64_t)rank) * piece, done;
@@ -51,7 +45,7 @@ static void *client(void *arg) {
       __atomic_add_fetch(&moved, done, __ATOMIC_RELAXED);
       __atomic_add_fetch(&requests, 1, __ATOMIC_RELAXED);
     }
-    if (rank == 0 && now_s() - t0 > max_seconds) stop = 1;
+    if (rank == 0 && rc_now_s() - t0 > max_seconds) stop = 1;
     pthread_barrier_wait(&bar);
     if (stop) break;
   }
@@ -85,10 +79,10 @@ int main(int argc, char **argv) {
   if (rc_read_secret(&S, secret, &slen)) return fprintf(stderr, "rio-load: cannot read %s\n", argv[2]), 1;
   pthread_barrier_init(&bar, NULL, (unsigned)nclients);
   pthread_t *t = calloc((size_t)nclients, sizeof *t);
-  double t0 = now_s();
+  double t0 = rc_now_s();
   for (long i = 0; i < nclients; i++) pthread_create(&t[i], NULL, client, (void *)i);
   for (int i = 0; i < nclients; i++) pthread_join(t[i], NULL);
-  double dt = now_s() - t0;
+  double dt = rc_now_s() - t0;
   printf("rio-load: %s clients %d piece %llu coll %d: %llu requests, %llu bytes in %.3f s = %.2f MB/s, %.0f requests/s%s\n",
          is_write ? "write" : "read", nclients, (unsigned long long)piece, coll, (unsigned long long)requests,
          (unsigned long long)moved, dt, moved / dt / 1e6, requests / dt, errors ? " (ERRORS)" : "");

@@ -446,3 +446,9 @@ int rc_ping(rc_conn *c) {
   int st = reply_u64s_call(c, RIO_T_PING, b, 8, &rep, &rn, 3, v);
   return st == 0 && v[0] == 42 && v[2] >= v[1] ? 0 : st ? st : -1;
 }
+
+double rc_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}

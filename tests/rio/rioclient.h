@@ -31,6 +31,8 @@ int rc_server_stop(rc_server *s);
 void rc_server_kill(rc_server *s); /* SIGKILL and reap */
 int rc_log_has(const rc_server *s, const char *needle); /* count of log lines containing it */
 int rc_read_secret(const rc_server *s, uint8_t *buf, size_t *len);
+/* CLOCK_MONOTONIC in seconds, for the tests' deadlines and durations. */
+double rc_now_s(void);
 
 typedef struct rc_conn {
   int fd;

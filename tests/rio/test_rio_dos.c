@@ -20,12 +20,6 @@ static rc_server S;
 static uint8_t secret[RIO_MAX_SECRET];
 static size_t slen;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* One open/write/read/close round trip on c: 1 when the bytes came back. */
 static int round_trip(rc_conn *c, const char *name, int i) {
   uint64_t h = 0, off = (uint64_t)i * 16, len = 16, done = 0;
@@ -47,7 +41,7 @@ static void good_client(const char *after) {
 
 /* Wait up to secs for the log to have a line containing needle: 1 if it came. */
 static int log_within(const char *needle, double secs) {
-  for (double end = now_s() + secs; now_s() < end; usleep(50000))
+  for (double end = rc_now_s() + secs; rc_now_s() < end; usleep(50000))
     if (rc_log_has(&S, needle) > 0) return 1;
   return rc_log_has(&S, needle) > 0;
 }
@@ -78,24 +72,24 @@ static void test_unread_replies(void) {
   for (int i = 0; i < 64; i++) sent += rc_send_frame(a.fd, RIO_T_READ, 100 + i, body, n) == 0;
   free(body);
   CHECK(sent == 64, "A sent 64 READs");
-  double t_a = now_s();
+  double t_a = rc_now_s();
   usleep(300000); /* the server is now stuck on A's replies, if it can be */
   CHECK(rc_connect(&b, &S, secret, slen) == 0 && rc_connect(&c, &S, secret, slen) == 0, "B and C connect");
   double worst = 0;
   int ok = 0;
   for (int i = 0; i < 20; i++) {
     for (int k = 0; k < 2; k++) {
-      double t0 = now_s();
+      double t0 = rc_now_s();
       ok += round_trip(k ? &c : &b, k ? "c.dat" : "b.dat", i);
-      if (now_s() - t0 > worst) worst = now_s() - t0;
-      if (now_s() - t0 > 2.0) break;
+      if (rc_now_s() - t0 > worst) worst = rc_now_s() - t0;
+      if (rc_now_s() - t0 > 2.0) break;
     }
     if (worst > 2.0) break;
   }
   CHECK(ok == 40, "B and C: 40 round trips served while A reads nothing (got %d)", ok);
   CHECK(worst <= 2.0, "B and C: each round trip within 2 s (slowest %.2f s)", worst);
   CHECK(log_within("replies unread for 3 s (send timeout); closing", 12.0), "A dropped and logged");
-  double t_drop = now_s() - t_a;
+  double t_drop = rc_now_s() - t_a;
   CHECK(t_drop >= 2.5 && t_drop <= 12.0, "A dropped after the send timeout (%.1f s)", t_drop);
   rc_close_conn(&a), rc_close_conn(&b), rc_close_conn(&c);
   good_client("after the client that did not read");
@@ -195,7 +189,7 @@ static void stalled_write(uint32_t nseg, uint64_t seg, size_t part) {
   char *data = calloc(1, part);
   const char *needle = "truncated WRITE data, request 0x4d (not complete within the frame timeout";
   int before = rc_log_has(&S, needle);
-  double t0 = now_s();
+  double t0 = rc_now_s();
   CHECK(rc_send_all(c.fd, hb, sizeof hb) == 0 && rc_send_all(c.fd, io, w.n) == 0 && rc_send_all(c.fd, data, part) == 0,
         "stall: header and %zu bytes sent", part);
   free(data);
@@ -203,7 +197,7 @@ static void stalled_write(uint32_t nseg, uint64_t seg, size_t part) {
   uint8_t *rb = NULL;
   int got = rc_recv_frame(c.fd, &rh, &rb, 8000);
   free(rb);
-  double dt = now_s() - t0;
+  double dt = rc_now_s() - t0;
   CHECK(got != 0 && dt < 5.0, "stall (%u x %llu): closed within the frame timeout (%.1f s)", nseg,
         (unsigned long long)seg, dt);
   CHECK(log_within(needle, 2.0) && rc_log_has(&S, needle) == before + 1, "stall: logged");

@@ -28,12 +28,6 @@ static rc_server S;
 static uint8_t secret[RIO_MAX_SECRET];
 static size_t slen;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void root_path(char *p, size_t n, const char *name) { snprintf(p, n, "%s/%s", S.root, name); }
 
 /* One legitimate session: authenticate, create, write, read back. 1 if all went well. */
@@ -183,7 +177,7 @@ static void *flood_main(void *arg) {
     snprintf(src, sizeof src, "127.0.0.%d", fl->first + i % (fl->last - fl->first + 1));
     fds[i] = silent_conn(src), fl->opened++;
   }
-  while (now_s() < fl->until) {
+  while (rc_now_s() < fl->until) {
     struct pollfd p[MAXN];
     for (int i = 0; i < fl->n; i++) p[i] = (struct pollfd){fds[i], POLLIN, 0};
     poll(p, (nfds_t)fl->n, 10);
@@ -204,16 +198,16 @@ static void *flood_main(void *arg) {
 
 /* While the flood runs, a legitimate client (from 127.0.0.1) connects `tries` times. */
 static void flood_test(const char *what, int n, int first, int last, double secs, int tries) {
-  flood fl = {n, first, last, now_s() + secs, 0, 0};
+  flood fl = {n, first, last, rc_now_s() + secs, 0, 0};
   pthread_t t;
   CHECK(pthread_create(&t, NULL, flood_main, &fl) == 0, "%s: flood thread", what);
   usleep(300000); /* the flood is in place first */
   int ok = 0;
   double gap = (secs - 0.6) / tries;
   for (int i = 0; i < tries; i++) {
-    double t0 = now_s();
+    double t0 = rc_now_s();
     ok += served("flood.dat");
-    double left = gap - (now_s() - t0);
+    double left = gap - (rc_now_s() - t0);
     if (left > 0) usleep((useconds_t)(left * 1e6));
   }
   pthread_join(t, NULL);
@@ -349,10 +343,10 @@ static void test_user(const char *bin) {
   /* --auth-timeout: a silent connection is closed within it (1 s here). */
   int fd = silent_conn("127.0.0.4");
   struct pollfd pf = {fd, POLLIN, 0};
-  double t0 = now_s();
+  double t0 = rc_now_s();
   char b[8];
   int closed = fd >= 0 && poll(&pf, 1, 4000) == 1 && recv(fd, b, sizeof b, 0) <= 0;
-  CHECK(closed && now_s() - t0 < 2.5, "a silent connection closed after --auth-timeout 1 (%.1f s)", now_s() - t0);
+  CHECK(closed && rc_now_s() - t0 < 2.5, "a silent connection closed after --auth-timeout 1 (%.1f s)", rc_now_s() - t0);
   if (fd >= 0) close(fd);
   CHECK(rc_server_stop(&S) == 0, "clean stop");
   CHECK(chown(S.root, 0, 0) == 0, "the root given back");

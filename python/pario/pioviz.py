@@ -14,7 +14,6 @@ docs/tracing.md says how the seed's four striped data servers map onto one pario
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import shutil
@@ -24,6 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from . import pages, tracereport
 from . import trace as tr
 from .remote import BenchRunner, RemoteError, Service, start_pario_server, write_secret
 
@@ -209,19 +209,6 @@ def config_stats(trace: tr.Trace, cfg: Config) -> ConfigStats:
         cpu_pct=sum(cpu) / len(cpu) if cpu else None, window=windows[-1])
 
 
-def window_trace(trace: tr.Trace, lo: int, hi: int) -> tr.Trace:
-    """The events of trace that start within [lo, hi] (rank 0's clock): one iteration's picture."""
-    procs = []
-    for p in trace.procs:
-        q = tr.Proc(path=p.path, kind=p.kind, name=p.name, pid=p.pid, rank=p.rank, host=p.host, offset=p.offset,
-                    err=p.err, offset_given=p.offset_given, threads=p.threads, files=p.files)
-        inside = lambda e: lo <= e["t"] + p.offset <= hi
-        q.spans = [e for e in p.spans if inside(e)]
-        q.instants = [e for e in p.instants if inside(e)]
-        procs.append(q)
-    return tr.Trace(procs)
-
-
 # ---- running it -------------------------------------------------------------------------------
 
 @dataclass
@@ -349,13 +336,6 @@ def tables(stats: Sequence[ConfigStats]) -> Dict[str, List[List[str]]]:
     return {"2": t2, "3": t3, "4": t4}
 
 
-def _table(rows: List[List[str]]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
-    body = "".join(f'<tr class="{"seed" if r[0].endswith("seed") else "ours"}">'
-                   + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def text_tables(stats: Sequence[ConfigStats]) -> str:
     t = tables(stats)
     names = {"2": "Table 2: independent (I) vs collective (C), default CB",
@@ -363,46 +343,31 @@ def text_tables(stats: Sequence[ConfigStats]) -> str:
     return "\n\n".join(f"{names[k]}\n{tr.text_table(COLUMNS, rows)}" for k, rows in t.items())
 
 
+TIMELINE = "last-iteration.html"  # in each configuration's trace directory
+
+
+def write_timeline(trace_dir: str, s: ConfigStats) -> str:
+    """The interactive trace report (tracereport) of the configuration's last iteration, beside
+    its trace; its path."""
+    trace = tr.load(trace_dir)
+    path = os.path.join(trace_dir, TIMELINE)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(tracereport.report_html(trace, f"Seed 001, {s.label}: the last iteration", s.window))
+    return path
+
+
 def write_report(out: str, meta: dict, stats: Sequence[ConfigStats]) -> str:
     t = tables(stats)
-    pics = []
+    timelines = []
     for s in stats:
         d = os.path.join(out, "traces", s.key)
+        error = ""
         try:
-            trace = tr.load(d)
-        except tr.TraceError:
-            continue
+            write_timeline(d, s)
+        except tr.TraceError as e:
+            error = str(e)
         lo, hi = s.window
-        pics.append(f"<h3>{html.escape(s.label)}</h3><p>Last iteration: {(hi - lo) / 1e6:.2f} ms, "
-                    f"{s.client_writes} WRITE and {s.client_reads} READ requests from the clients over all "
-                    f"iterations. Whole run: <code>pario trace report {html.escape(d)}</code>.</p>"
-                    f'<div class="wrap">{tr.timeline_svg(window_trace(trace, lo, hi))}</div>')
-    m = meta
-    text = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Seed 001 (PIOviz) on pario-server</title>
-<style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;margin:0.5em 0 1.5em}}
-td,th{{border:1px solid #bbb;padding:2px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}
-tr.seed td{{color:#555;background:#f4f4f4}}.wrap{{overflow-x:auto}}</style></head><body>
-<h1>Seed 001 (PIOviz) on pario-server</h1>
-<p>HPIO noncontiguous write (pario-bench noncontig): {m['ranks']} ranks, {m['region_count']} regions per rank,
-{m['spacing']} B gaps, contiguous memory, {m['iterations']} iteration(s) per configuration, {html.escape(m['mpi'])};
-one pario-server per configuration with <code>--emulate {html.escape(m['emulate'])}</code>{' (quick run: fewer regions, CB sizes scaled by the same factor)' if m['quick'] else ''}.
-The seed's rows (grey) are the mean per data server of four striped PVFS2 servers and sums over 10 iterations;
-ours are the one pario-server that holds the whole file, sums over our iterations (docs/tracing.md,
-"Seed 001's experiments", says how to compare them). Only the server operations caused by the measured
-calls (MPI_File_write, MPI_File_write_all) count; ops/s, loads and CPU over the time those calls took.
-Load: mean number of operations in progress (PIOviz's BMI and Trove load).</p>
-<h2>Table 2: independent (I) against collective (C), CB 4 MiB</h2>{_table(t['2'])}
-<h2>Table 3: collective, 32 B regions, over the collective buffer size</h2>{_table(t['3'])}
-<h2>Table 4: collective, 1024 B regions, over the collective buffer size</h2>{_table(t['4'])}
-<h2>Timelines (as the seed's Figure 2: clients above, the server below)</h2>
-<p>One iteration of each configuration. Collective: the two-phase rounds (blue) on the ranks, each round's
-read-before-write and write at the server (yellow) with the network operations (red); independent: one
-request per rank, and at the server one storage operation per region.</p>
-{''.join(pics)}
-</body></html>
-"""
-    path = os.path.join(out, REPORT)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    return path
+        timelines.append({"label": s.label, "href": os.path.relpath(os.path.join(d, TIMELINE), out), "dir": d,
+                          "ms": (hi - lo) / 1e6, "writes": s.client_writes, "reads": s.client_reads, "error": error})
+    rows = {k: (COLUMNS, v, ["seed" if r[0].endswith("seed") else "ours" for r in v]) for k, v in t.items()}
+    return pages.write(os.path.join(out, REPORT), "seed001.html.j2", m=meta, t=rows, timelines=timelines)

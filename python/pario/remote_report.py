@@ -9,18 +9,15 @@ DIR/remote-summary.json.
 
 from __future__ import annotations
 
-import html
 import json
 import os
 from typing import Dict, List, Sequence
 
+from . import pages
+from .pages import Table
 from .remote import SUMMARY_FILE, verdicts
 
 REPORT = "remote.html"
-
-
-def _e(x) -> str:
-    return html.escape("" if x is None else str(x))
 
 
 def _save(fig, out: str, name: str) -> str:
@@ -85,15 +82,13 @@ def _scale(rows: Sequence[dict], out: str) -> str:
     return _save(fig, out, "remote-scale")
 
 
-def _table(rows: Sequence[dict]) -> str:
-    head = "<tr><th>experiment</th><th>system</th><th>params</th><th>median</th><th>min</th><th>max</th><th>unit</th><th>runs</th></tr>"
-    body = []
+def _rows(rows: Sequence[dict]) -> Table:
+    out = []
     for r in sorted(rows, key=lambda r: (r["experiment"], r["system"], json.dumps(r["params"], sort_keys=True))):
         params = ", ".join(f"{k}={v}" for k, v in sorted(r["params"].items()))
-        body.append(f"<tr><td>{_e(r['experiment'])}</td><td>{_e(r['system'])}</td><td>{_e(params)}</td>"
-                    f"<td>{r['median']:.1f}</td><td>{r['min']:.1f}</td><td>{r['max']:.1f}</td>"
-                    f"<td>{_e(r['unit'])}</td><td>{r['runs']}</td></tr>")
-    return f"<table>{head}{''.join(body)}</table>"
+        out.append([r["experiment"], r["system"], params, f"{r['median']:.1f}", f"{r['min']:.1f}",
+                    f"{r['max']:.1f}", r["unit"], r["runs"]])
+    return ["experiment", "system", "params", "median", "min", "max", "unit", "runs"], out
 
 
 def build_remote_report(out: str) -> str:
@@ -102,20 +97,7 @@ def build_remote_report(out: str) -> str:
     rows = data["rows"]
     figs = [f for f in (_bars(rows, "seq", out), _bars(rows, "req4k", out), _bars(rows, "vec32", out),
                         _bars(rows, "btio", out), _scale(rows, out)) if f]
-    ver = "".join(f"<tr><td>{_e(w)}</td><td>{'n/a' if r is None else f'{r:.2f}'}</td><td>{_e(t)}</td></tr>"
-                  for w, r, t in verdicts(rows))
-    skipped = "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in data.get("skipped", {}).items())
-    page = ("<!doctype html><html><head><meta charset='utf-8'><title>pario remote I/O</title>"
-            "<style>body{font-family:sans-serif;margin:2em;max-width:1300px}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:3px 7px}img{max-width:100%}</style></head><body>"
-            "<h1>pario remote I/O (seed 004)</h1>"
-            "<p>Every figure is the median of the runs, the systems alternating run by run; whiskers "
-            "and the min/max columns show the spread.</p>"
-            f"<h2>Targets</h2><table><tr><th>ratio</th><th>measured</th><th>target</th></tr>{ver}</table>"
-            + (f"<h2>Skipped</h2><ul>{skipped}</ul>" if skipped else "")
-            + "<h2>Figures</h2>" + "".join(f"<figure><img src='{_e(f)}' alt='{_e(f)}'></figure>" for f in figs)
-            + f"<h2>All figures</h2>{_table(rows)}</body></html>")
-    path = os.path.join(out, REPORT)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(page)
-    return path
+    targets = (["ratio", "measured", "target"],
+               [[w, "n/a" if r is None else f"{r:.2f}", t] for w, r, t in verdicts(rows)])
+    return pages.write(os.path.join(out, REPORT), "remote.html.j2", targets=targets,
+                       skipped=data.get("skipped", {}), figures=figs, rows=_rows(rows))

@@ -1,6 +1,6 @@
 """`pario trace`: read a trace directory (docs/trace-format.md), merge it into one timeline
 (Chrome/Perfetto trace-event JSON, or OTF2 for Vampir), compute the seed's server statistics
-(PIOviz, seed 001, Tables 2-4) and per-rank I/O times, and write an HTML report.
+(PIOviz, seed 001, Tables 2-4) and per-rank I/O times (the HTML report: tracereport).
 
 A trace directory holds one JSON Lines file per process: `client-<rank>-<pid>.jsonl` from
 libpario (PARIO_TRACE=DIR) and `server-<port>-<pid>.jsonl` from pario-server. Times are each
@@ -9,12 +9,8 @@ process's CLOCK_MONOTONIC in ns; adding the process's clock offset maps them to 
 
 from __future__ import annotations
 
-import html
-import json
 import os
-import sys
-from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 from .tracefile import (Proc, Trace, TraceError, _bytes_of, by_thread, load, nest,  # noqa: F401
                         outermost, overlap, read_file)
@@ -141,85 +137,3 @@ def merge_otf2(trace: Trace, out_dir: str) -> int:
                         ew.metric(t, metric(what[0]), what[1])
                     n += 1
     return n
-
-
-# ---- HTML report ---------------------------------------------------------------------------
-
-COLORS = {"api": "#9e9e9e", "coll": "#1f77b4", "sieve": "#2ca02c", "sfp": "#9467bd", "async": "#8c564b",
-          "driver": "#ff7f0e", "view": "#17becf", "net": "#d62728", "storage": "#e6a100"}
-LANE_H, ROW_GAP, LEFT, WIDTH = 10, 6, 190, 1100
-
-
-MAX_ARROWS = 2000  # request arrows drawn at most (a run of 10^5 small requests would be a solid block)
-
-
-def _bar(cur: list, yy: float) -> str:
-    """One bar of the timeline; bars closer than a pixel are merged (a server's 10^5 small
-    writes stay a readable, small picture), and the tooltip then says how many."""
-    xa, xb, color, count, tip = cur
-    if count > 1:
-        tip = f"{count} operations, from: {tip}"
-    return (f'<rect x="{xa:.2f}" y="{yy}" width="{max(0.5, xb - xa):.2f}" height="{LANE_H - 1}" '
-            f'fill="{color}"><title>{html.escape(tip)}</title></rect>')
-
-
-def timeline_svg(trace: Trace) -> str:
-    """Client timelines above, server timelines below (seed 001, Figure 2): a row per thread,
-    in it a lane per nesting depth; arrows from client requests to server operations."""
-    lo, hi = trace.bounds()
-    span_ns = max(1, hi - lo)
-    x = lambda t: LEFT + (t - lo) * WIDTH / span_ns
-    rows, y = [], 24
-    where: Dict[Tuple[str, int], float] = {}
-    flows: Dict[int, List[Tuple[float, float, str]]] = {}
-    body: List[str] = []
-    for p in trace.procs:
-        threads = by_thread(p) or {0: []}
-        for tid in sorted(threads):
-            nested = nest(threads[tid])
-            depth = max((d for _, d, _, _ in nested), default=0) + 1
-            label = p.name if tid == min(threads) else ""
-            tname = p.threads.get(tid, "")
-            body.append(f'<text x="4" y="{y + 10}" class="proc">{html.escape(label)}</text>'
-                        f'<text x="{LEFT - 6}" y="{y + 10}" class="thr" text-anchor="end">{html.escape(tname)}</text>')
-            body.append(f'<line x1="{LEFT}" x2="{LEFT + WIDTH}" y1="{y - 2}" y2="{y - 2}" class="sep"/>')
-            # (depth, colour) -> [xa, xb, colour, count, tip]: the bar being extended
-            lanes: Dict[Tuple[int, str], list] = {}
-            for e, d, a, b in nested:
-                xa, xb = x(a + p.offset), x(b + p.offset)
-                yy = y + d * LANE_H
-                color = COLORS.get(e.get("cat"), "#444")
-                cur = lanes.get((d, color))
-                if cur and xa <= cur[1] + 0.5:  # within a pixel of the last bar of its kind: one bar
-                    cur[1], cur[3] = max(cur[1], xb), cur[3] + 1
-                else:
-                    if cur:
-                        body.append(_bar(cur, yy))
-                    tip = f"{p.name} {e.get('name')} {(b - a) / 1e3:.1f} us {json.dumps(e.get('args', {}))}"
-                    lanes[(d, color)] = [xa, xb, color, 1, tip]
-                if isinstance(e.get("flow"), int) and e["flow"] and len(flows) < MAX_ARROWS:
-                    flows.setdefault(e["flow"], []).append(((xa + xb) / 2, yy + LANE_H / 2, p.kind))
-            for (d, _), cur in lanes.items():
-                body.append(_bar(cur, y + d * LANE_H))
-            rows.append((p.name, tid))
-            y += depth * LANE_H + ROW_GAP
-        y += ROW_GAP
-    for hops in flows.values():
-        src = [h for h in hops if h[2] == "client"]
-        rows_hit = set()  # one arrow per server row a request reached (not one per operation)
-        for h in (h for h in hops if h[2] == "server"):
-            if src and h[1] not in rows_hit:
-                rows_hit.add(h[1])
-                body.append(f'<line x1="{src[0][0]:.2f}" y1="{src[0][1]:.2f}" x2="{h[0]:.2f}" y2="{h[1]:.2f}" class="flow"/>')
-    ticks = []
-    for k in range(6):
-        t = lo + span_ns * k / 5
-        ticks.append(f'<text x="{x(t):.1f}" y="14" class="tick" text-anchor="middle">{(t - lo) / 1e6:.2f} ms</text>')
-    legend = "".join(f'<rect x="{LEFT + i * 90}" y="{y + 4}" width="10" height="10" fill="{c}"/>'
-                     f'<text x="{LEFT + i * 90 + 14}" y="{y + 13}" class="tick">{k}</text>'
-                     for i, (k, c) in enumerate(COLORS.items()))
-    h = y + 24
-    style = ("<style>.proc{font:bold 11px sans-serif}.thr{font:10px sans-serif;fill:#555}"
-             ".tick{font:10px sans-serif}.sep{stroke:#ddd}.flow{stroke:#d62728;stroke-width:0.6;opacity:0.5}</style>")
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{LEFT + WIDTH + 20}" height="{h}" '
-            f'id="timeline">{style}{"".join(ticks)}{"".join(body)}{legend}</svg>')

@@ -15,6 +15,7 @@ import os
 import sys
 from typing import Dict, List, Optional
 
+from . import pages
 from .tracefile import Proc, Trace, TraceError, _bytes_of, by_thread, nest
 from .tracestats import (RANK_COLUMNS, SERVER_COLUMNS, Window, rank_rows, rank_stats, server_rows,
                          server_stats)
@@ -94,15 +95,6 @@ def timeline_data(trace: Trace, window: Window = None) -> dict:
             "flows": flows.items, "duration": hi - lo}
 
 
-def _env():
-    try:
-        import jinja2
-    except ImportError:
-        raise TraceError("the report needs Jinja2: run `make venv` (pip install -e './python[test]')") from None
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(HERE, "templates")),
-                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
-
-
 def _script_json(obj) -> "markupsafe.Markup":
     """JSON that is safe inside a <script> element (no <, >, & to close it or start a comment),
     compact: a page of 10^6 spans is tens of MB."""
@@ -129,9 +121,12 @@ def report_html(trace: Trace, title: str, window: Window = None) -> str:
     tables["servers"] = (SERVER_COLUMNS, server_rows(server_stats(trace, window=window)))
     tables["ranks"] = (RANK_COLUMNS, rank_rows(rank_stats(trace, window)))
     w = None if window is None else ((window[0] - lo) / 1e9, (window[1] - lo) / 1e9)
-    return _env().get_template("report.html.j2").render(
-        title=title, trace=trace, seconds=(hi - lo) / 1e9, window=w, data=_script_json(data), tables=tables,
-        nspans=len(data["spans"]["t"]), d3=_script_code(d3), js=_script_code(js))
+    try:
+        return pages.render("report.html.j2", title=title, trace=trace, seconds=(hi - lo) / 1e9, window=w,
+                            data=_script_json(data), tables=tables, nspans=len(data["spans"]["t"]),
+                            d3=_script_code(d3), js=_script_code(js))
+    except pages.PageError as e:
+        raise TraceError(str(e)) from None
 
 
 def write_report(trace: Trace, directory: str, out_path: Optional[str] = None, window: Window = None) -> str:

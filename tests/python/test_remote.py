@@ -114,3 +114,20 @@ def test_quick_real_run(tmp_path):
     assert (out / "remote.html").exists()
     left = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout.strip()
     assert not left, f"processes left running: {left}"
+
+
+def test_remote_report_from_summary(tmp_path):
+    """remote.html from a summary: the targets and every row's figures, text escaped (a skip
+    reason with markup shows as text), each figure drawn beside the page."""
+    from pario.remote_report import build_remote_report
+    recs = [rec("seq", "tcp-copy", v, i) for i, v in enumerate([1000, 1200, 1100])] + \
+           [rec("seq", "pario-write", v, i) for i, v in enumerate([850, 990, 900])]
+    (tmp_path / remote.SUMMARY_FILE).write_text(json.dumps(
+        {"rows": summarize(recs), "skipped": {"scale": "no <b>forwarder</b>"}}))
+    html = open(build_remote_report(str(tmp_path)), encoding="utf-8").read()
+    assert "no &lt;b&gt;forwarder&lt;/b&gt;" in html and "<b>" not in html
+    # pario-write: median 900 of 850..990; the TCP copy 1100 of 1000..1200; write/copy = 900/1100
+    assert '<td class="num">900.0</td><td class="num">850.0</td><td class="num">990.0</td>' in html
+    assert '<td class="num">1100.0</td><td class="num">1000.0</td><td class="num">1200.0</td>' in html
+    assert "<td>sequential write / TCP copy</td><td>0.82</td>" in html
+    assert (tmp_path / "remote-seq.png").stat().st_size > 5000 and "remote-seq.png" in html

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import pages, tracereport
+from .textout import text_table
 from . import trace as tr
 from .remote import BenchRunner, RemoteError, Service, start_pario_server, write_secret
 
@@ -340,7 +341,7 @@ def text_tables(stats: Sequence[ConfigStats]) -> str:
     t = tables(stats)
     names = {"2": "Table 2: independent (I) vs collective (C), default CB",
              "3": "Table 3: collective, 32 B regions, CB size", "4": "Table 4: collective, 1024 B regions, CB size"}
-    return "\n\n".join(f"{names[k]}\n{tr.text_table(COLUMNS, rows)}" for k, rows in t.items())
+    return "\n\n".join(f"{names[k]}\n{text_table(COLUMNS, rows, right=range(1, len(COLUMNS)))}" for k, rows in t.items())
 
 
 TIMELINE = "last-iteration.html"  # in each configuration's trace directory

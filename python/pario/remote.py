@@ -39,6 +39,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .launch import Launcher
 from .runner import kill_group
+from .textout import text_table
 
 EXPERIMENTS = ("seq", "req4k", "vec32", "btio", "scale")
 REMOTE_FILE = "remote.jsonl"
@@ -676,17 +677,17 @@ def verdicts(rows: Sequence[dict]) -> List[Tuple[str, Optional[float], str]]:
 
 
 def summary_text(rows: Sequence[dict], skipped: Dict[str, str]) -> str:
-    lines = [f"{'experiment':<8} {'system':<34} {'params':<24} {'median':>12} {'min':>12} {'max':>12}  unit  runs"]
+    body = []
     for r in sorted(rows, key=lambda r: (EXPERIMENTS.index(r["experiment"]), r["system"], json.dumps(r["params"], sort_keys=True))):
         params = ",".join(f"{k}={v}" for k, v in sorted(r["params"].items()) if k in ("clients", "servers", "depth"))
-        lines.append(f"{r['experiment']:<8} {r['system']:<34} {params:<24} {r['median']:>12.1f} {r['min']:>12.1f} "
-                     f"{r['max']:>12.1f}  {r['unit']:<5} {r['runs']}")
-    lines.append("")
-    for what, ratio, target in verdicts(rows):
-        lines.append(f"  {what:<58} {('%.2f' % ratio) if ratio is not None else 'n/a':>8}   target {target}")
-    for exp, why in skipped.items():
-        lines.append(f"  {exp}: skipped: {why}")
-    return "\n".join(lines)
+        body.append([r["experiment"], r["system"], params, f"{r['median']:.1f}", f"{r['min']:.1f}", f"{r['max']:.1f}",
+                     r["unit"], r["runs"]])
+    targets = [[what, "n/a" if ratio is None else f"{ratio:.2f}", target]
+               for what, ratio, target in verdicts(rows)]
+    return "\n".join([text_table(["experiment", "system", "params", "median", "min", "max", "unit", "runs"], body,
+                                 right=(3, 4, 5, 7)), "",
+                      text_table(["ratio", "measured", "target"], targets, right=(1,))]
+                     + [f"{exp}: skipped: {why}" for exp, why in skipped.items()])
 
 
 def run_sweep(out: str, server_exe: str, bench: Optional[BenchRunner], experiments: Sequence[str], quick: bool,

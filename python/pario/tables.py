@@ -21,6 +21,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import IMPLS, MPIS, SUITES
 from .results import Measurement
+from .textout import text_table
 
 # Key metric per suite, its unit, and whether larger is better.
 KEY_METRIC: Dict[str, Tuple[str, str, bool]] = {
@@ -427,24 +428,6 @@ def geomean(values: Iterable[float]) -> Optional[float]:
     return statistics.geometric_mean(vals) if vals else None
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
-    """Plain-text table; columns whose index is in `right` are right-aligned."""
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(str(cell)))
-
-    def line(cells):
-        out = []
-        for i, c in enumerate(cells):
-            c = str(c)
-            out.append(c.rjust(widths[i]) if i in right else c.ljust(widths[i]))
-        return "  ".join(out).rstrip()
-
-    sep = "  ".join("-" * w for w in widths)
-    return "\n".join([line(headers), sep] + [line(r) for r in rows])
-
-
 def _suite_order(suite: str) -> int:
     return SUITES.index(suite) if suite in SUITES else len(SUITES)
 
@@ -605,4 +588,4 @@ def summary_text(comparisons: Sequence[Comparison]) -> str:
     rows = summary_rows(comparisons)
     if not rows:
         return "(no measurements)"
-    return format_table(SUMMARY_HEADERS, rows, SUMMARY_RIGHT)
+    return text_table(SUMMARY_HEADERS, rows, SUMMARY_RIGHT)

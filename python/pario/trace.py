@@ -17,7 +17,7 @@ from .tracefile import (Proc, Trace, TraceError, _bytes_of, by_thread, load, nes
 from .tracechrome import SERVER_BASE_PID, chrome_stream, write_chrome  # noqa: F401
 from .tracestream import events, scan  # noqa: F401
 from .tracestats import (RANK_COLUMNS, SERVER_COLUMNS, RankStats, ServerStats, rank_rows,  # noqa: F401
-                         rank_stats, server_rows, server_stats, stats_text, text_table, window_of)
+                         rank_stats, server_rows, server_stats, stats_text, window_of)
 
 
 

@@ -25,6 +25,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .tracefile import Proc, Trace, _bytes_of
 from .tracestream import events
+from .textout import text_table
 
 # Categories of work inside a collective call: name -> bucket.
 WAIT_SPANS = {"wait_allgather", "wait_ready", "wait_done", "ordered_wait"}
@@ -325,10 +326,9 @@ def rank_rows(stats: List[RankStats]) -> List[List[str]]:
              f"{r.file_access:.6f}", f"{r.waiting:.6f}", f"{r.other:.6f}"] for r in stats]
 
 
-def text_table(columns: List[str], rows: List[List[str]]) -> str:
-    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
-    line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-    return "\n".join([line(columns)] + [line(r) for r in rows])
+def _table(columns: List[str], rows: List[List[str]]) -> str:
+    """The name left, the figures right."""
+    return text_table(columns, rows, right=range(1, len(columns)))
 
 
 def window_of(trace: Trace, start: Optional[float], end: Optional[float]) -> Window:
@@ -353,11 +353,11 @@ def stats_text(trace: Trace, window: Window = None, servers: Optional[List[Serve
             parts.append(f"  clock of {p.name}: offset {p.offset} ns, error <= {p.err} ns")
     if trace.servers:
         parts += ["", "servers (PIOviz, seed 001, Table 2; over each server's active interval):",
-                  text_table(SERVER_COLUMNS, server_rows(servers if servers is not None
+                  _table(SERVER_COLUMNS, server_rows(servers if servers is not None
                                                        else server_stats(trace, window=window)))]
     else:
         parts += ["", "servers: none in this trace"]
-    parts += ["", "ranks:", text_table(RANK_COLUMNS, rank_rows(ranks if ranks is not None else rank_stats(trace, window)))]
+    parts += ["", "ranks:", _table(RANK_COLUMNS, rank_rows(ranks if ranks is not None else rank_stats(trace, window)))]
     losses = [f"  {p.name}: " + ", ".join(x for x in (
         f"lost {p.dropped} events while tracing ({p.drop_reason or 'no reason given'})" if p.dropped else "",
         f"{p.bad_lines} unreadable line(s) skipped" if p.bad_lines else "",

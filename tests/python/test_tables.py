@@ -3,7 +3,8 @@
 import pytest
 
 from pario.results import Measurement, load_results
-from pario.tables import (common_params, compare, fmt_bytes, format_table, geomean, group, regime_of,
+from pario.textout import text_table
+from pario.tables import (common_params, compare, fmt_bytes, geomean, group, regime_of,
                           summary_rows, summary_text, varying_params)
 
 
@@ -74,8 +75,9 @@ def test_regime():
 def test_small_helpers():
     assert fmt_bytes(65536) == "64 KiB" and fmt_bytes(32) == "32 B" and fmt_bytes(3 << 30) == "3 GiB"
     assert geomean([2, 8]) == pytest.approx(4) and geomean([None, 0]) is None
-    text = format_table(["a", "bb"], [["x", "1"], ["yyy", "22"]], right=(1,))
-    assert text.splitlines()[0] == "a    bb" and text.splitlines()[-1] == "yyy  22"
+    text = text_table(["a", "bb"], [["x", "1"], ["yyy", "[b]22[/b]"]], right=(1,))
+    # rich lays it out: the header, a rule, the rows; right-aligned column; no markup read
+    assert text.splitlines() == ["a           bb", "---- ---------", "x            1", "yyy  [b]22[/b]"]
 
 
 def test_summary_of_fixture(fixture_path):

@@ -5,9 +5,10 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
       python3 python3-venv python3-pip python3-mpi4py liburing-dev libssl-dev
       # tracing: OTF2 output (pario trace merge --otf2) and OTF2's own reader (otf2-print, the
-      # test that the archive reads without warnings), the merged JSON's schema test, and the
+      # test that the archive reads without warnings), the merged JSON's schema test, the
+      # trace readers' own schema checks (for the system python3 of the ctest scripts), and the
       # headless browser that renders the trace report in the tests
-      python3-otf2 otf2-tools python3-jsonschema chromium
+      python3-otf2 otf2-tools python3-jsonschema python3-fastjsonschema chromium
       # real MPI-IO clients (tests/clients): parallel HDF5 for both MPIs, h5py, netCDF-4 and
       # PnetCDF with its ncvalidator (Debian builds those three for Open MPI only), Fortran;
       # dpkg-dev unpacks the sources of the test suites (HDF5, MPICH, PnetCDF), m4 expands

@@ -19,12 +19,12 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, List, Optional, Tuple
 
+from .schema import problem
+
 RESULTS_FILE = "results.jsonl"
 RUNS_FILE = "runs.jsonl"
 META_FILE = "meta.json"
 REPORT_FILE = "report.html"
-
-STATUSES = ("ok", "unsupported", "failed")
 
 
 class ResultError(ValueError):
@@ -64,17 +64,9 @@ class Measurement:
         return asdict(self)
 
 
-def _text(obj: dict, key: str, default: Optional[str] = None, required: bool = False) -> Optional[str]:
-    v = obj.get(key, default)
-    if v is None:
-        if required:
-            raise ResultError(f"missing key '{key}'")
-        return None
-    if not isinstance(v, str):
-        v = str(v)
-    if required and not v:
-        raise ResultError(f"empty key '{key}'")
-    return v
+def _text(obj: dict, key: str) -> Optional[str]:
+    v = obj.get(key)
+    return None if v is None else str(v)
 
 
 def _round(v: Any) -> Optional[int]:
@@ -82,43 +74,22 @@ def _round(v: Any) -> Optional[int]:
 
 
 def measurement_from_dict(obj: Any) -> Measurement:
-    """Check one decoded JSON object and turn it into a Measurement."""
-    if not isinstance(obj, dict):
-        raise ResultError("not a JSON object")
-    suite = _text(obj, "suite", required=True)
-    impl = _text(obj, "impl", required=True)
-    mpi = _text(obj, "mpi", required=True)
-    ranks = obj.get("ranks")
-    if isinstance(ranks, bool) or not isinstance(ranks, (int, float, str)):
-        raise ResultError("missing or invalid 'ranks'")
-    try:
-        ranks_i = int(ranks)
-    except ValueError:
-        raise ResultError(f"invalid 'ranks': {ranks!r}") from None
-    if ranks_i < 1:
-        raise ResultError(f"invalid 'ranks': {ranks!r}")
+    """Check one decoded JSON object against schemas/result.schema.json and turn it into a
+    Measurement; ResultError names the field at fault."""
+    bad = problem("result", obj)
+    if bad:
+        raise ResultError(bad)
     params = obj.get("params") or {}
-    metrics = obj.get("metrics") or {}
-    if not isinstance(params, dict):
-        raise ResultError("'params' is not an object")
-    if not isinstance(metrics, dict):
-        raise ResultError("'metrics' is not an object")
-    status = _text(obj, "status", "ok")
-    if status not in STATUSES:
-        raise ResultError(f"unknown status {status!r}")
-    verified = obj.get("verified")
-    if verified is not None and not isinstance(verified, bool):
-        raise ResultError(f"invalid 'verified': {verified!r}")
     return Measurement(
-        suite=suite,
-        test=_text(obj, "test", "") or params.get("test", "") or suite,
-        impl=impl,
-        mpi=mpi,
-        ranks=ranks_i,
+        suite=obj["suite"],
+        test=obj.get("test") or params.get("test", "") or obj["suite"],
+        impl=obj["impl"],
+        mpi=obj["mpi"],
+        ranks=int(obj["ranks"]),
         params=params,
-        metrics=metrics,
-        status=status,
-        verified=verified,
+        metrics=obj.get("metrics") or {},
+        status=obj.get("status", "ok"),
+        verified=obj.get("verified"),
         error=_text(obj, "error"),
         impl_version=_text(obj, "impl_version"),
         mpi_version=_text(obj, "mpi_version"),

@@ -21,7 +21,8 @@ except ImportError:  # a Python without the venv (ctest's check scripts use Debi
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-FORMAT = "pario-trace"
+from .schema import parts, problem
+
 _SPAN = b'{"type":"span"'
 VERSION = 1
 
@@ -102,48 +103,31 @@ class Trace:
 _NAME = re.compile(r"^(client|server)-[^/]+\.jsonl$")
 
 
-def _int(obj: dict, key: str, where: str) -> int:
-    v = obj.get(key)
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise TraceError(f"{where}: field {key!r} must be an integer" if where else f"field {key!r} must be an integer")
-    return v
-
-
 def _header(obj: dict, path: str) -> Proc:
-    where = f"{path}:1"
-    if not isinstance(obj, dict) or obj.get("type") != "header" or obj.get("format") != FORMAT:
-        raise TraceError(f"{where}: not a pario trace (the first line must be a pario-trace header)")
-    if obj.get("version") != VERSION:
-        raise TraceError(f"{where}: trace format version {obj.get('version')!r} (this pario reads {VERSION})")
-    kind = obj.get("kind")
-    if kind not in ("client", "server"):
-        raise TraceError(f"{where}: kind must be 'client' or 'server', not {kind!r}")
+    bad = problem("trace-header", obj)
+    if bad:
+        raise TraceError(f"{path}:1: not a pario trace (the first line must be a pario-trace header, "
+                         f"version {VERSION}): {bad}")
+    kind = obj["kind"]
     p = Proc(path=path, kind=kind, name=str(obj.get("name") or os.path.basename(path)),
-             pid=_int(obj, "pid", where), host=str(obj.get("host", "")))
-    p.rank = _int(obj, "rank", where) if kind == "client" else -1
-    p.offset = int(obj.get("clock_offset_ns", 0) or 0)
-    p.err = int(obj.get("clock_err_ns", -1) if obj.get("clock_err_ns") is not None else -1)
+             pid=obj["pid"], host=str(obj.get("host") or ""))
+    p.rank = obj["rank"] if kind == "client" else -1
+    p.offset = obj.get("clock_offset_ns") or 0
+    p.err = obj.get("clock_err_ns", -1) if obj.get("clock_err_ns") is not None else -1
     p.offset_given = "clock_offset_ns" in obj and (p.err >= 0 or p.offset != 0)
     return p
 
 
+_EVENT_TYPES = parts("trace-event")
+
+
 def valid(obj) -> str:
-    """The line's type after checking what readers rely on: events need an integer `t`,
-    spans a duration >= 0, counters a numeric value, `dropped` and `filter` notes a count; otherwise
-    TraceError with the reason (the caller adds where)."""
-    if not isinstance(obj, dict):
-        raise TraceError("an event must be a JSON object")
-    typ = obj.get("type")
-    if typ in ("span", "instant", "counter"):
-        _int(obj, "t", "")
-        if typ == "span" and _int(obj, "d", "") < 0:
-            raise TraceError("negative duration")
-        if typ == "counter" and not isinstance(obj.get("value"), (int, float)):
-            raise TraceError("a counter needs a numeric 'value'")
-    elif typ == "dropped":
-        _int(obj, "events", "")
-    elif typ == "filter":
-        _int(obj, "calls", "")
+    """The line's type after checking it against schemas/trace-event.schema.json (what the
+    readers rely on); otherwise TraceError with the reason (the caller adds where)."""
+    typ = obj.get("type") if isinstance(obj, dict) else None
+    bad = problem("trace-event", obj, typ if typ in _EVENT_TYPES else "other")
+    if bad:
+        raise TraceError(bad)
     return typ
 
 

@@ -258,7 +258,7 @@ def test_cli_stats_merge_report(tdir, tmp_path, capsys):
     (lambda d: open(os.path.join(d, "client-0-1.jsonl"), "w").write('{"type":"header"}\n'), "not a pario trace"),
     (lambda d: open(os.path.join(d, "client-0-1.jsonl"), "w").write(""), "no usable trace file"),
     (lambda d: open(os.path.join(d, "client-0-1.jsonl"), "w").write(
-        json.dumps(dict(_header("client", "rank 0", 1, rank=0), version=2)) + "\n"), "version 2"),
+        json.dumps(dict(_header("client", "rank 0", 1, rank=0), version=2)) + "\n"), "'version' must be same as const definition: 1 (given 2)"),
 ])
 def test_cli_errors_one_line(tmp_path, capsys, setup, message):
     d = str(tmp_path / "bad")

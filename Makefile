@@ -62,7 +62,7 @@ fuzz:
 
 test-python: build
 	@if [ -f python/pyproject.toml ]; then \
-	  $(MAKE) venv && $(VENV)/bin/python -m pytest -q tests/python; \
+	  $(MAKE) venv && $(VENV)/bin/python -m pytest -q -rs tests/python; \
 	else echo "no python package yet"; fi
 
 test: deps

@@ -9,27 +9,30 @@ after stopping the MPI job and removing its scratch files. A verification failur
 native MPI-IO is a finding about that MPI library, not about this run: it is reported, not an
 error. Errors are one line, `pario: error: ...`, never a traceback (PARIO_DEBUG=1 shows the
 traceback of an internal error, exit status 3).
+
+Here: the parser and `pario bench run|report`; cli_trace.py has `pario trace`, cli_tools.py
+`pario bench remote` and `pario checksum`, cliargs.py what they share.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
-import math
 import os
 import platform
 import shlex
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 from typing import List, Optional
 
 from . import IMPLS, MPIS, SUITES, __version__
+from .cli_tools import cmd_checksum, cmd_remote
+from .cli_trace import _trace_parsers, cmd_trace
+from .cliargs import EXIT_INTERNAL, EXIT_NOTHING, EXIT_OK, EXIT_VERIFY, UsageError, _error, _Parser, _pause, _seconds
 from .launch import Launcher, LauncherError
-from .locate import bench_version, find_bench, find_checksum, find_server
+from .locate import bench_version, find_bench
 from .plan import PlanError, default_repeat, parse_choice_list, parse_ranks, parse_suites, plan_sweep
 from .results import META_FILE, REPORT_FILE, RESULTS_FILE, RUNS_FILE, load_results, save_meta
 from .runner import (LOG_DIR, SCRATCH_DIR, Interrupted, Runner, bench_path, build_dir_default, fmt_duration,
@@ -37,39 +40,8 @@ from .runner import (LOG_DIR, SCRATCH_DIR, Interrupted, Runner, bench_path, buil
 from . import settle
 from .settle import SETTLE_METHODS, SettleError, Settler
 from .summary import SUMMARY_CSV, SUMMARY_JSON
-from .tables import compare, group, headline_text, summary_text
-
-EXIT_OK, EXIT_VERIFY, EXIT_NOTHING, EXIT_INTERNAL = 0, 1, 2, 3
-EXIT_USAGE = EXIT_NOTHING
-
-
-class UsageError(Exception):
-    """Bad input: printed as `pario: error: ...`, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, instead of argparse's usage block
-        raise UsageError(f"{message} (see `{self.prog} --help`)")
-
-
-def _number_of_seconds(text: str, positive: bool) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(v) or v < 0 or (positive and v == 0):
-        raise argparse.ArgumentTypeError(f"must be {'a positive number of' if positive else '0 or more'} seconds, "
-                                         f"not {text}")
-    return v
-
-
-def _seconds(text: str) -> float:
-    return _number_of_seconds(text, True)
-
-
-def _pause(text: str) -> float:
-    return _number_of_seconds(text, False)
-
+from .headline import headline_text, summary_text
+from .tables import compare, group
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(
@@ -177,157 +149,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _trace_parsers(sub) -> None:
-    tr = sub.add_parser("trace", help="merge, summarize and report a trace directory (PARIO_TRACE=DIR)",
-                        description="Work on a trace directory written by a run with PARIO_TRACE=DIR (or the "
-                                    "hint pario_trace=DIR): client-<rank>-<pid>.jsonl from libpario, "
-                                    "server-<port>-<pid>.jsonl from pario-server (docs/trace-format.md).")
-    tsub = tr.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", parser_class=_Parser)
-    tsub.required = True
-    m = tsub.add_parser("merge", help="one timeline: Chrome/Perfetto JSON (-o) or OTF2 (--otf2)",
-                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                        description="Merge every process's trace onto rank 0's clock.",
-                        epilog="examples:\n"
-                               "  pario trace merge tr -o trace.json     # open in https://ui.perfetto.dev\n"
-                               "  pario trace merge tr --otf2 tr-otf2    # open tr-otf2/traces.otf2 in Vampir")
-    m.add_argument("dir", metavar="DIR")
-    m.add_argument("-o", "--output", metavar="FILE", help="Chrome trace-event JSON file")
-    m.add_argument("--otf2", metavar="OUT", help="OTF2 archive directory (OUT/traces.otf2)")
-    st = tsub.add_parser("stats", help="per-server table (seed 001, Table 2) and per-rank I/O times",
-                         description="Print the servers' statistics (network and storage load, operations per "
-                                     "second, storage accesses, bytes per storage operation, CPU usage, "
-                                     "throughput) over each server's active interval and, per rank, time in "
-                                     "I/O calls and in waits on pario's requests, data calls apart from opens "
-                                     "and closes, bytes (nonblocking calls' from their background jobs), and "
-                                     "the split of collective calls into exchange, file access and waiting.")
-    st.add_argument("dir", metavar="DIR")
-    st.add_argument("--json", action="store_true", help="machine-readable output")
-    _window_args(st)
-    rp = tsub.add_parser("report", help="HTML page: timeline picture and the tables",
-                         description="Write DIR/report.html (or -o FILE): client timelines above server "
-                                     "timelines, as the seed's Figure 2, and the stats tables.")
-    rp.add_argument("dir", metavar="DIR")
-    rp.add_argument("-o", "--output", metavar="FILE", help="where to write (default DIR/report.html)")
-    _window_args(rp)
-    from .pioviz import DEFAULT_EMULATE
-    ex = tsub.add_parser(
-        "experiment", help="run seed 001's (PIOviz) experiments traced on pario-server and report them",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Per configuration, start a traced pario-server with emulated storage (--trace,\n"
-                    "--emulate) and run pario-bench noncontig (HPIO: 32 B and 1024 B regions, 128 B gaps)\n"
-                    "traced against it: independent and collective, collective buffer 0.5/4/16/64 MiB.\n"
-                    "Writes OUT/seed001.html (the seed's Tables 2-4 beside ours, and a timeline per\n"
-                    "configuration as its Figure 2), OUT/seed001.json and OUT/traces/. docs/tracing.md\n"
-                    "says how to read them. Ctrl-C stops the MPI job and the server (exit 130).",
-        epilog="examples:\n  pario trace experiment seed001 --quick --out results/seed001-quick\n"
-               "  pario trace experiment seed001 --mpi openmpi --iterations 5 --out results/seed001")
-    ex.add_argument("name", metavar="NAME", choices=["seed001"], help="the experiment: seed001")
-    ex.add_argument("--quick", action="store_true",
-                    help="1024 regions per rank, CB sizes scaled by the same factor, 1 iteration: under a minute")
-    ex.add_argument("--ranks", type=int, default=4, metavar="N", help="MPI ranks (default 4, as the seed)")
-    ex.add_argument("--region-count", type=int, metavar="N", help="regions per rank (default 32768; --quick 1024)")
-    ex.add_argument("--iterations", type=int, metavar="N", help="measured calls per configuration (default 3; --quick 1)")
-    ex.add_argument("--emulate", metavar="SPEC", default=DEFAULT_EMULATE,
-                    help="pario-server --emulate (default %(default)s)")
-    ex.add_argument("--mpi", metavar="FLAVOUR", default="mpich", choices=MPIS, help="MPI flavour (default mpich)")
-    ex.add_argument("--out", metavar="DIR", help="results directory (default results/seed001-<UTC time>)")
-    ex.add_argument("--build-dir", metavar="DIR", default=None, help="build tree (default $PARIO_BUILD_DIR or ./build)")
-    ex.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=900.0,
-                    help="kill a pario-bench run after this long (default 900)")
-
-
-def _window_args(p) -> None:
-    p.add_argument("--from", dest="t_from", type=_pause, metavar="S", default=None,
-                   help="only what starts at or after S seconds from the trace's first event")
-    p.add_argument("--to", dest="t_to", type=_pause, metavar="S", default=None,
-                   help="only what starts before S seconds from the trace's first event")
-
-
-def _window(tr, t, args):
-    if args.t_from is not None and args.t_to is not None and args.t_to <= args.t_from:
-        raise UsageError(f"--to {args.t_to} must be after --from {args.t_from}")
-    return tr.window_of(t, args.t_from, args.t_to)
-
-
-def cmd_trace(args) -> int:
-    from dataclasses import asdict
-
-    from . import trace as tr
-    if args.trace_command == "experiment":
-        return cmd_experiment(args)
-    try:
-        # merge -o and stats stream (two passes over the files, memory independent of their
-        # length: python/pario/tracestream.py); OTF2 and the report read the trace into memory
-        t = tr.scan(args.dir) if args.trace_command in ("merge", "stats") else tr.load(args.dir)
-        for w in t.warnings:
-            print(f"pario: warning: {w}", file=sys.stderr)
-        if args.trace_command == "merge":
-            if not args.output and not args.otf2:
-                raise UsageError("merge needs -o FILE (JSON) and/or --otf2 OUT (see `pario trace merge --help`)")
-            if args.output:
-                n = tr.merge_json(t, args.output)
-                print(f"{args.output}: {n} events from {len(t.procs)} process(es)")
-            if args.otf2:
-                n = tr.merge_otf2(tr.load(args.dir), args.otf2)
-                print(f"{os.path.join(args.otf2, 'traces.otf2')}: {n} events from {len(t.procs)} process(es)")
-        elif args.trace_command == "stats":
-            w = _window(tr, t, args)
-            if args.json:
-                print(json.dumps({"window_ns": w, "servers": [asdict(s) for s in tr.server_stats(t, window=w)],
-                                  "ranks": [asdict(r) for r in tr.rank_stats(t, w)]}, indent=1))
-            else:
-                print(tr.stats_text(t, w))
-        else:
-            from .tracereport import write_report
-            print(f"report: {write_report(t, args.dir, args.output, _window(tr, t, args))}")
-    except tr.TraceError as e:
-        return _error(str(e))
-    return EXIT_OK
-
-
-def _server_of(args):
-    """The build tree and pario-server an experiment uses (None, with the error printed, when
-    there is none)."""
-    build_dir = args.build_dir or args.global_build_dir or build_dir_default()
-    server = find_server(args.mpi, build_dir)
-    if not server:
-        _error(f"no pario-server (not at {os.path.join(build_dir, args.mpi, 'server', 'pario-server')}, "
-               "nor in $PARIO_PREFIX or PATH); run `make build`, or give --build-dir")
-    return build_dir, server
-
-
-def cmd_experiment(args) -> int:
-    from . import pioviz
-    from .remote import BenchRunner
-    quick = args.quick
-    count = args.region_count or (1024 if quick else pioviz.SEED_COUNT)
-    iters = args.iterations or (1 if quick else 3)
-    if not 1 <= args.ranks <= 256 or not 1 <= count <= 1 << 24 or not 1 <= iters <= 1000:
-        return _error("--ranks 1..256, --region-count 1..16777216 and --iterations 1..1000")
-    build_dir, server = _server_of(args)
-    if not server:
-        return EXIT_USAGE
-    found = find_bench(args.mpi, build_dir)
-    if not found or not found.lib:
-        return _error(f"no pario-bench and libpario.so for {args.mpi} under {os.path.abspath(build_dir)} "
-                      "(nor in $PARIO_PREFIX or PATH); run `make build`, or give --build-dir")
-    out = args.out or os.path.join("results", "seed001-" + _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S"))
-    bench = BenchRunner(args.mpi, found.bench, found.lib, Launcher(), os.path.join(out, "bench.log"), args.timeout, "")
-    setup = pioviz.Setup(server, bench, ranks=args.ranks, count=count, iterations=iters, emulate=args.emulate,
-                         quick=quick)
-    try:
-        stats = pioviz.run(out, setup)
-    except pioviz.ExperimentError as e:
-        return _error(str(e))
-    except Interrupted as e:  # the MPI job and the server were stopped on the way out
-        print(f"pario: interrupted by {e.name}: stopped the MPI job and pario-server; the traces of the "
-              f"configurations run so far are in {os.path.join(out, 'traces')}", file=sys.stderr)
-        return 128 + e.signum
-    print(pioviz.text_tables(stats))
-    print(f"\nreport: {os.path.join(out, pioviz.REPORT)}\nresults: {os.path.join(out, pioviz.RESULTS)}")
-    return EXIT_OK
-
-
 def version_lines(build_dir: Optional[str] = None) -> List[str]:
     """`pario --version`: pario's version, then per MPI flavour the pario-bench found and the MPI
     it was built for (from `pario-bench --version`, when that pario-bench has the option)."""
@@ -397,11 +218,6 @@ def _print_summary(directory: str, report: str, stream=None) -> None:
     print(f"\nreport: {report}", file=stream)
     print(f"summary: {os.path.join(directory, SUMMARY_CSV)}, {os.path.join(directory, SUMMARY_JSON)}",
           file=stream)
-
-
-def _error(message: str) -> int:
-    print(f"pario: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
 
 
 def cmd_run(args) -> int:
@@ -614,68 +430,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"pario: internal error: {type(e).__name__}: {e} (PARIO_DEBUG=1 shows the traceback)",
                   file=sys.stderr)
             return EXIT_INTERNAL
-
-
-def cmd_remote(args) -> int:
-    from .remote import EXPERIMENTS, BenchRunner, RemoteError, run_sweep, summary_text
-    exps = list(EXPERIMENTS) if args.experiments == "all" else [e.strip() for e in args.experiments.split(",") if e.strip()]
-    unknown = [e for e in exps if e not in EXPERIMENTS]
-    if unknown or not exps:
-        return _error(f"unknown experiment {', '.join(unknown) or '(none)'}; choose from {', '.join(EXPERIMENTS)}")
-    if not 1 <= args.repeat <= 100:
-        return _error(f"--repeat {args.repeat}: give 1 to 100 runs")
-    build_dir, server = _server_of(args)
-    if not server:
-        return EXIT_USAGE
-    found = find_bench(args.mpi, build_dir)
-    out = args.out or os.path.join("results", "remote-" + _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S"))
-    os.makedirs(out, exist_ok=True)
-    bench = None
-    if found and found.lib:
-        bench = BenchRunner(args.mpi, found.bench, found.lib, Launcher(), os.path.join(out, "remote.log"),
-                            args.timeout, "")
-    print(f"pario bench remote: {', '.join(exps)} ({'quick, ' if args.quick else ''}{args.repeat} runs each, "
-          f"{args.mpi}); results in {out}", flush=True)
-    try:
-        rows, skipped = run_sweep(out, server, bench, exps, args.quick, args.repeat)
-    except RemoteError as e:
-        return _error(str(e))
-    from .remote_report import build_remote_report
-    report = build_remote_report(out)
-    print(summary_text(rows, skipped))
-    print(f"\nreport: {report}")
-    return EXIT_OK if rows else EXIT_NOTHING
-
-
-def cmd_checksum(args) -> int:
-    """Run pario-checksum (an MPI singleton linked with libpario) and pass its lines on; its
-    errors become one `pario: error:` line each."""
-    build_dir = args.build_dir or args.global_build_dir or build_dir_default()
-    tool = find_checksum(args.mpi, build_dir)
-    if not tool:
-        return _error(f"pario-checksum not found (looked in {build_dir}/{args.mpi}/bench, $PARIO_PREFIX/bin and "
-                      "PATH): build pario (make build) or set PARIO_PREFIX to its install")
-    env = dict(os.environ)
-    if args.secret_file:
-        if not os.path.isfile(args.secret_file):
-            return _error(f"--secret-file {args.secret_file}: no such file")
-        env["PARIO_RIO_SECRET_FILE"] = os.path.abspath(args.secret_file)
-    try:
-        p = subprocess.run([tool, "--algo", args.algo, "--", *args.files], capture_output=True, text=True,
-                           errors="replace", env=env, stdin=subprocess.DEVNULL, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return _error(f"checksum: no answer within {args.timeout:g} s (--timeout)")
-    sys.stdout.write(p.stdout)
-    errs = [ln.strip() for ln in p.stderr.splitlines() if ln.strip().startswith(CHECKSUM_PREFIX)]
-    for ln in errs:
-        print(f"pario: error: {ln[len(CHECKSUM_PREFIX):].strip()}", file=sys.stderr)
-    if p.returncode and not errs:
-        last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
-        print(f"pario: error: pario-checksum failed: {last}", file=sys.stderr)
-    return EXIT_OK if p.returncode == 0 else EXIT_VERIFY
-
-
-CHECKSUM_PREFIX = "pario-checksum:"
 
 
 def _dispatch(args) -> int:

@@ -26,7 +26,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from . import pages, tracereport
 from .textout import text_table
 from . import trace as tr
-from .remote import BenchRunner, RemoteError, Service, start_pario_server, write_secret
+from .probes import BenchRunner
+from .services import RemoteError, Service, start_pario_server, write_secret
 
 MIB = 1 << 20
 SEED_COUNT = 32768          # regions per rank in the seed

@@ -15,7 +15,7 @@ from typing import Dict, List, Sequence
 
 from . import pages
 from .pages import Table
-from .remote import SUMMARY_FILE, verdicts
+from .remote_summary import SUMMARY_FILE, verdicts
 
 REPORT = "remote.html"
 

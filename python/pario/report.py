@@ -19,9 +19,9 @@ from .figures import suite_figures
 from .pages import Table, cell, spread
 from .summary import SUMMARY_CSV, SUMMARY_JSON, write_summary
 from .results import REPORT_FILE, Measurement, RunRecord, load_meta, load_results, load_runs
-from .tables import (KEY_METRIC, LIMIT_METRIC, SHARE_METRIC, SUITE_TITLES, SUMMARY_HEADERS, SUMMARY_RIGHT, Comparison, Group, common_params,
-                     compare, config_keys, fmt_num, fmt_param, fmt_ratio, group, headlines, label, summary_rows,
-                     varying_params)
+from .headline import SUMMARY_HEADERS, SUMMARY_RIGHT, headlines, summary_rows
+from .tables import (KEY_METRIC, LIMIT_METRIC, SHARE_METRIC, SUITE_TITLES, Comparison, Group, common_params, compare,
+                     config_keys, fmt_num, fmt_param, fmt_ratio, group, label, varying_params)
 
 METRIC_COLUMNS: Dict[str, Sequence[Tuple[str, str]]] = {
     "overlap": (("ratio", "nonblocking/blocking"), ("reduce_s_time", "blocking s"),

@@ -20,8 +20,8 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .tables import (KEY_METRIC, SHARE_METRIC, Comparison, Group, config_keys, headlines, label,
-                     summary_records)
+from .headline import headlines, summary_records
+from .tables import KEY_METRIC, SHARE_METRIC, Comparison, Group, config_keys, label
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSON = "summary.json"

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from pario import cli, remote
+from pario import cli, probes, remote_summary
 from pario.locate import find_server
-from pario.remote import Record, summarize, summary_text, verdicts
+from pario.remote_summary import Record, summarize, summary_text, verdicts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -58,9 +58,19 @@ def test_verdicts_ratios():
     assert "0.85" in text and "12.00" in text and "scale: skipped: no forwarder" in text
 
 
-def test_local_write_bound(tmp_path):
-    mbps = remote.local_write_mbps(str(tmp_path), (8 << 20) + 4096)
-    assert mbps > 0 and list(tmp_path.iterdir()) == []
+def test_local_write_bound(tmp_path, monkeypatch):
+    """The bound is the bytes written over the time the writes took: every byte reaches the
+    file (its size checked before it is removed), the rate comes from the clock around the
+    writes (a fake one: 0.25 s), and nothing is left behind."""
+    nbytes = (8 << 20) + 4096  # a whole block and a part of one
+    ticks = iter([100.0, 100.25])
+    monkeypatch.setattr(probes.time, "perf_counter", lambda: next(ticks))
+    sizes, real_remove = [], os.remove
+    monkeypatch.setattr(probes.os, "remove", lambda p: (sizes.append(os.path.getsize(p)), real_remove(p)))
+    mbps = probes.local_write_mbps(str(tmp_path), nbytes)
+    assert sizes == [nbytes]
+    assert mbps == pytest.approx(nbytes / 0.25 / 1e6)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_unknown_experiment_is_a_usage_error(capsys):
@@ -122,7 +132,7 @@ def test_remote_report_from_summary(tmp_path):
     from pario.remote_report import build_remote_report
     recs = [rec("seq", "tcp-copy", v, i) for i, v in enumerate([1000, 1200, 1100])] + \
            [rec("seq", "pario-write", v, i) for i, v in enumerate([850, 990, 900])]
-    (tmp_path / remote.SUMMARY_FILE).write_text(json.dumps(
+    (tmp_path / remote_summary.SUMMARY_FILE).write_text(json.dumps(
         {"rows": summarize(recs), "skipped": {"scale": "no <b>forwarder</b>"}}))
     html = open(build_remote_report(str(tmp_path)), encoding="utf-8").read()
     assert "no &lt;b&gt;forwarder&lt;/b&gt;" in html and "<b>" not in html

@@ -16,7 +16,8 @@ from pario.results import Measurement, RunRecord, load_results, load_runs
 from pario.runner import Runner, estimate_left
 from pario.settle import SettleError, Settler, fadvise_tree
 from pario.summary import comparison_records
-from pario.tables import compare, group, headlines, median
+from pario.headline import headlines
+from pario.tables import compare, group, median
 
 
 def m(impl, value, rnd=None, suite="cfs", test="partitioned-write", metric="mb_per_s", **extra):

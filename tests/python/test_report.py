@@ -3,11 +3,13 @@
 import os
 import re
 import shutil
+from html.parser import HTMLParser
 
 import pytest
 
 from pario import SUITES
 from pario.cli import main
+from conftest import write_synthetic_results
 from pario.report import build_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -86,3 +88,61 @@ def test_report_with_partial_results(tmp_path, fixture_path):
     assert "Unreadable result lines" in html
     for img in _images(html):
         _check_png(d / img)
+
+
+class _Rows(HTMLParser):
+    """The rows of the tables after an element with id=`after`: (row class, cell texts, cell
+    classes of the spans inside)."""
+
+    def __init__(self, after):
+        super().__init__()
+        self.after, self.on, self.rows, self.cell = after, False, [], None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id") == self.after:
+            self.on = True
+        if not self.on:
+            return
+        if tag == "tr":
+            self.rows.append((a.get("class", ""), [], []))
+        elif tag == "td" and self.rows:
+            self.cell = ""
+        elif tag == "span" and self.rows and a.get("class") in ("better", "worse"):
+            self.rows[-1][2].append(a["class"])
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self.cell is not None:
+            self.rows[-1][1].append(" ".join(self.cell.split()))
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell += data
+
+
+def _rows(html, after):
+    p = _Rows(after)
+    p.feed(html)
+    return p.rows
+
+
+def test_report_numbers_by_hand(tmp_path):
+    """The side-by-side and summary figures of the synthetic sweep (conftest: 3 runs of each
+    configuration), computed here by hand: cfs partitioned-write at 4 KiB, 1 rank: native
+    5 MB/s x (1, 1.05, 1.1), pario 1.1 times that; overlap direct: native ratio 1 x (1, 1.05,
+    1.3), pario 0.55 x the same (lower is better)."""
+    d = write_synthetic_results(str(tmp_path / "syn"))
+    html = open(build_report(d), encoding="utf-8").read()
+    side = {tuple(cells[:6]): (cls, cells, marks) for cls, cells, marks in _rows(html, "side-by-side") if cells}
+    cls, cells, marks = side[("cfs", "partitioned-write", "block_size=4 KiB", "mpich", "1", "cached")]
+    assert cells[6:10] == ["MB/s", "5.25 (5–5.50)", "5.78 (5.50–6.05)", "1.10 (1.10–1.10)"]
+    assert marks == ["better"] and cls == ""
+    cls, cells, marks = side[("overlap", "equal", "", "openmpi", "2", "direct")]
+    native, pario, ratio = cells[7].split()[0], cells[8].split()[0], cells[9].split()[0]
+    assert float(native) == pytest.approx(1.05) and float(pario) == pytest.approx(0.5775, abs=6e-4)
+    assert cells[7].endswith("(1–1.30)") and ratio == "0.55" and marks == ["better"]
+    # summary: per suite, MPI and regime, the geometric mean of pario/native over configurations
+    summary = {tuple(c[:3]): c for _, c, _ in _rows(html, "summary") if len(c) == 12}
+    assert summary[("cfs", "openmpi", "cached")][3:] == ["4", "4", "4", "0", "0", "MB/s", "1.10", "1.10", "1.10"]
+    assert summary[("overlap", "mpich", "direct")][9:] == ["0.55", "0.55", "0.55"]

@@ -4,6 +4,7 @@ missing) give the same verdict on every case, and a problem names the field at f
 
 import pytest
 
+from needs import need
 from pario.schema import validator
 
 HEADER = {"type": "header", "format": "pario-trace", "version": 1, "kind": "client", "rank": 0, "pid": 7}
@@ -41,18 +42,10 @@ CASES = [  # (schema, definition, object, the field named when invalid, or None 
 ]
 
 
-def _fast_available():
-    try:
-        import fastjsonschema  # noqa: F401
-        return True
-    except ImportError:
-        return False
-
-
 @pytest.mark.parametrize("fast", [True, False])
 @pytest.mark.parametrize("name, part, obj, field", CASES)
 def test_verdict_and_field(fast, name, part, obj, field):
-    assert _fast_available(), "fastjsonschema is not installed: make venv (python/pyproject.toml pins it)"
+    need("fastjsonschema", "make venv (python/pyproject.toml pins it)")
     problem = validator(name, part, fast=fast)(obj)
     if field is None:
         assert problem is None

@@ -4,8 +4,8 @@ import pytest
 
 from pario.results import Measurement, load_results
 from pario.textout import text_table
-from pario.tables import (common_params, compare, fmt_bytes, geomean, group, regime_of,
-                          summary_rows, summary_text, varying_params)
+from pario.headline import geomean, summary_rows, summary_text
+from pario.tables import common_params, compare, fmt_bytes, group, regime_of, varying_params
 
 
 def m(impl, value, ranks=2, bs=65536, suite="cfs", metric="mb_per_s", status="ok", verified=True, mpi="mpich"):

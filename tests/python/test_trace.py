@@ -11,6 +11,7 @@ import pytest
 
 from pario import cli
 from pario import trace as tr
+from needs import need
 from synthtrace import span as _span, write_lines as _write
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -164,7 +165,7 @@ def test_rank_stats_by_hand(tdir):
 
 
 def test_merge_json_valid_and_aligned(tdir, tmp_path):
-    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema = need("jsonschema", "apt-get install python3-jsonschema (scripts/install-deps.sh does)")
     out = str(tmp_path / "trace.json")
     tr.merge_json(tr.load(tdir), out)
     with open(out) as fh:
@@ -198,7 +199,7 @@ def test_bytes_per_second_counter(tdir):
 
 
 def test_otf2_read_back(tdir, tmp_path):
-    otf2 = pytest.importorskip("otf2")
+    otf2 = need("otf2", "apt-get install python3-otf2 (scripts/install-deps.sh does)")
     out = str(tmp_path / "otf2")
     tr.merge_otf2(tr.load(tdir), out)
     enters, groups, leaves = [], set(), 0
@@ -220,7 +221,7 @@ def test_otf2_attributes_and_peers(tdir, tmp_path):
     """Enter events carry bytes, offset, file and the request id; a client request names the
     server that served it and the server's operations name the rank; otf2-print reads the
     archive without a warning."""
-    otf2 = pytest.importorskip("otf2")
+    otf2 = need("otf2", "apt-get install python3-otf2 (scripts/install-deps.sh does)")
     out = str(tmp_path / "otf2")
     tr.merge_otf2(tr.load(tdir), out)
     got = {}

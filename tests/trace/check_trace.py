@@ -8,6 +8,12 @@ of a nonblocking request (MPI_Wait, MPI_Test, MPI_Waitall) is a span naming its 
 the call that started it; every driver operation has its own request id; and the merged
 JSON and OTF2 outputs are readable.
 
+The trace files are read here, with the standard library, as docs/trace-format.md describes
+them, not by the code under test (python/pario/tracefile.py): a line that is not a JSON object
+fails the check instead of being skipped, and each thread's spans must come in the writers'
+order (by their end, children before parents). pario's merge (JSON, OTF2) is then checked as
+an output, read back by json and OTF2's own reader.
+
 --clock=H: the clocks were measured at open and the ranks sit on H hosts (H = 1: every
 offset and bound is exactly 0; more: ranks off rank 0's host have a bound, and since all
 processes of the test share one real clock, the offset itself is the residual error and must
@@ -15,12 +21,11 @@ lie within the bound).
 
 usage: check_trace.py DIR NP [--clock=H] [--otf2]"""
 
+import glob
 import json
 import os
+import re
 import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-from pario import trace as tr  # noqa: E402
 
 EXPECTED_CALLS = ["MPI_File_open", "MPI_File_set_errhandler", "MPI_File_get_errhandler", "MPI_File_call_errhandler",
                   "MPI_File_c2f", "MPI_File_f2c", "MPI_File_set_view", "MPI_File_write_all", "MPI_File_read_at_all",
@@ -37,12 +42,81 @@ def check(cond, what):
     return cond
 
 
+class Proc:
+    """One client file: its header's name, rank and clock, the files it names, its events."""
+
+    def __init__(self, path, header):
+        self.path, self.name, self.rank = path, header["name"], header["rank"]
+        self.offset = header.get("clock_offset_ns") or 0
+        self.err = header["clock_err_ns"] if header.get("clock_err_ns") is not None else -1
+        self.files, self.spans, self.instants = {}, [], []
+
+
+def read_client(path):
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    if not check(text.endswith("\n"), f"{path}: the last line is cut"):
+        return None
+    lines = []
+    for n, line in enumerate(text.splitlines(), 1):
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            check(False, f"{path}:{n}: not JSON ({e})")
+            return None
+        if not check(isinstance(obj, dict) and isinstance(obj.get("type"), str), f"{path}:{n}: not an event: {line}"):
+            return None
+        lines.append(obj)
+    h = lines[0] if lines else {}
+    if not check(h.get("type") == "header" and h.get("format") == "pario-trace" and h.get("version") == 1
+                 and h.get("kind") == "client" and isinstance(h.get("rank"), int), f"{path}: header {h}"):
+        return None
+    p = Proc(path, h)
+    last = {}  # tid -> (end, -start) of its last span: the writers' order
+    for n, e in enumerate(lines[1:], 2):
+        typ = e["type"]
+        if typ == "span":
+            check(isinstance(e.get("t"), int) and isinstance(e.get("d"), int) and e["d"] >= 0,
+                  f"{path}:{n}: span without an integer t and d >= 0")
+            key = (e["t"] + e["d"], -e["t"])
+            check(key >= last.get(e.get("tid", 0), key), f"{path}:{n}: {e['name']} written out of its thread's order")
+            last[e.get("tid", 0)] = key
+            p.spans.append(e)
+        elif typ == "instant":
+            p.instants.append(e)
+        elif typ == "file":
+            p.files[e["id"]] = e["name"]
+        elif typ == "clock":  # a newer measurement than the header's: the last one counts
+            p.offset, p.err = e["clock_offset_ns"], e["clock_err_ns"]
+        elif typ == "dropped":
+            check(False, f"{path}:{n}: the writer lost {e.get('events')} event(s): {e.get('reason')}")
+    return p
+
+
+def read_trace(d):
+    """The client files of the directory, by rank."""
+    paths = [x for x in sorted(glob.glob(os.path.join(d, "*.jsonl")))
+             if re.fullmatch(r"client-\d+-\d+\.jsonl", os.path.basename(x))]
+    procs = [p for p in map(read_client, paths) if p is not None]
+    return sorted(procs, key=lambda p: p.rank)
+
+
+def by_thread(p):
+    """Each thread's spans by start, the longer first at equal starts (parents before children)."""
+    out = {}
+    for e in p.spans:
+        out.setdefault(e.get("tid", 0), []).append(e)
+    for v in out.values():
+        v.sort(key=lambda e: (e["t"], -e["d"]))
+    return out
+
+
 def inside(child, parent):
     return parent["t"] <= child["t"] and child["t"] + child["d"] <= parent["t"] + parent["d"]
 
 
 def check_nesting(p):
-    for tid, spans in tr.by_thread(p).items():
+    for tid, spans in by_thread(p).items():
         stack = []
         for e in spans:
             while stack and stack[-1]["t"] + stack[-1]["d"] <= e["t"]:
@@ -54,7 +128,7 @@ def check_nesting(p):
 
 
 def top_calls(p):
-    main = [e for e in tr.by_thread(p).get(0, []) if e["cat"] == "api" and e["name"].startswith("MPI_File_")]
+    main = [e for e in by_thread(p).get(0, []) if e["cat"] == "api" and e["name"].startswith("MPI_File_")]
     tops, end = [], -1
     for e in main:
         if e["t"] >= end:
@@ -64,7 +138,7 @@ def top_calls(p):
 
 
 def check_collective(p, call):
-    main = tr.by_thread(p)[0]
+    main = by_thread(p)[0]
     within = [e for e in main if inside(e, call) and e is not call]
     decide = [e for e in p.instants if e["name"] == "decide" and call["t"] <= e["t"] <= call["t"] + call["d"]]
     if not check(decide, f"{p.name}: no collective decision inside {call['name']}"):
@@ -92,7 +166,7 @@ def check_completions(p, calls, first, fid):
     """iread_at + MPI_Wait, iread_at + MPI_Test loop, two iread_at + MPI_Waitall: one span per
     completing call (none for the tests that found the request unfinished), each after its
     iread_at, naming the job its queued event named, and the file."""
-    comp = sorted((e for e in tr.by_thread(p)[0] if e["cat"] == "api" and e["name"] in
+    comp = sorted((e for e in by_thread(p)[0] if e["cat"] == "api" and e["name"] in
                    ("MPI_Wait", "MPI_Test", "MPI_Waitall")), key=lambda e: e["t"])
     if not check([e["name"] for e in comp] == ["MPI_Wait", "MPI_Test", "MPI_Waitall"],
                  f"{p.name}: completions {[e['name'] for e in comp]}, expected MPI_Wait, MPI_Test, MPI_Waitall"):
@@ -128,7 +202,7 @@ def check_rank(p, np):
     check(calls[4]["args"].get("fint", 0) > 0 and calls[5]["args"].get("fint") == calls[4]["args"]["fint"],
           f"{p.name}: c2f/f2c Fortran handles {calls[4]['args']} {calls[5]['args']}")
     check_completions(p, calls, at["MPI_File_iread_at"], fid)
-    main = tr.by_thread(p)[0]
+    main = by_thread(p)[0]
     sieve = [e for e in main if e["name"] == "read_window" and inside(e, calls[at["MPI_File_read_at"]])]
     check(sieve and np > 1, f"{p.name}: the strided independent read has no sieving window")
     queued = [e for e in p.instants if e["name"] == "queued" and e["args"].get("op") == "MPI_File_iread_at"]
@@ -140,8 +214,8 @@ def check_rank(p, np):
     check(flows and all(flows) and len(set(flows)) == len(flows), f"{p.name}: driver request ids missing or reused")
 
 
-def check_clock(t, hosts):
-    errs = [(p.rank, p.offset, p.err) for p in t.clients]
+def check_clock(clients, hosts):
+    errs = [(p.rank, p.offset, p.err) for p in clients]
     check(all(e >= 0 for _, _, e in errs), f"clock not measured: {errs}")
     if hosts == 1:
         check(all(o == 0 and e == 0 for _, o, e in errs), f"one host, yet offsets {errs}")
@@ -155,14 +229,19 @@ def check_clock(t, hosts):
 
 def main():
     d, np = sys.argv[1], int(sys.argv[2])
-    t = tr.load(d)
+    clients = read_trace(d)
     for a in sys.argv[3:]:
         if a.startswith("--clock="):
-            check_clock(t, int(a.split("=", 1)[1]))
-    check(len(t.clients) == np, f"{len(t.clients)} client files for {np} ranks")
-    check(sorted(p.rank for p in t.clients) == list(range(np)), "ranks missing")
-    for p in t.clients:
+            check_clock(clients, int(a.split("=", 1)[1]))
+    check(len(clients) == np, f"{len(clients)} client files for {np} ranks")
+    check([p.rank for p in clients] == list(range(np)), "ranks missing")
+    for p in clients:
         check_rank(p, np)
+    # pario's merge, as an output: the code under test from here on
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    from pario import trace as tr
+    t = tr.load(d)
+    check(not t.warnings, f"pario's reader warned: {t.warnings}")
     out = os.path.join(d, "merged.json")
     tr.merge_json(t, out)
     with open(out) as fh:

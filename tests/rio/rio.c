@@ -301,7 +301,8 @@ static void lazy(const char *url) {
   MPI_Info_free(&info);
 }
 
-/* The same calls on any name: its bytes are compared by the caller. */
+/* The same calls on any name, each checked: its bytes are compared by the caller (compare.sh:
+ * the native MPI-IO on a local file against pario on the server's). */
 static void gen(const char *name) {
   MPI_File fh;
   MPI_Info info;
@@ -310,11 +311,13 @@ static void gen(const char *name) {
   int rc = MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
   CHECK(rc == MPI_SUCCESS, "open %s: %s", name, err_text(rc));
   if (rc != MPI_SUCCESS) return;
-  MPI_File_set_size(fh, 0);
+  rc = MPI_File_set_size(fh, 0);
+  CHECK(rc == MPI_SUCCESS, "set_size %s: %s", name, err_text(rc));
   enum { B = 10000, N = 64 };
   unsigned char buf[B];
   for (int i = 0; i < B; i++) buf[i] = (unsigned char)(rank * 13 + i);
-  MPI_File_write_at(fh, (MPI_Offset)rank * B, buf, B, MPI_BYTE, MPI_STATUS_IGNORE); /* contiguous */
+  rc = MPI_File_write_at(fh, (MPI_Offset)rank * B, buf, B, MPI_BYTE, MPI_STATUS_IGNORE); /* contiguous */
+  CHECK(rc == MPI_SUCCESS, "write_at %s: %s", name, err_text(rc));
   MPI_Offset base = (MPI_Offset)np * B;
   MPI_Datatype ft, mt;
   MPI_Type_vector(N, 3, 3 * np, MPI_INT, &ft); /* noncontiguous file, collective */
@@ -323,19 +326,29 @@ static void gen(const char *name) {
   MPI_Type_commit(&mt);
   int ints[5 * N];
   for (int i = 0; i < 5 * N; i++) ints[i] = rank * 100000 + i;
-  MPI_File_set_view(fh, base + rank * 3 * (MPI_Offset)sizeof(int), MPI_INT, ft, "native", MPI_INFO_NULL);
-  MPI_File_write_all(fh, ints, 1, mt, MPI_STATUS_IGNORE);
-  MPI_File_write(fh, ints, 1, mt, MPI_STATUS_IGNORE); /* independent, the next N pieces */
+  rc = MPI_File_set_view(fh, base + rank * 3 * (MPI_Offset)sizeof(int), MPI_INT, ft, "native", MPI_INFO_NULL);
+  CHECK(rc == MPI_SUCCESS, "set_view %s: %s", name, err_text(rc));
+  rc = MPI_File_write_all(fh, ints, 1, mt, MPI_STATUS_IGNORE);
+  CHECK(rc == MPI_SUCCESS, "write_all %s: %s", name, err_text(rc));
+  rc = MPI_File_write(fh, ints, 1, mt, MPI_STATUS_IGNORE); /* independent, the next N pieces */
+  CHECK(rc == MPI_SUCCESS, "write %s: %s", name, err_text(rc));
   MPI_Offset after = base + 2LL * N * 3 * np * (MPI_Offset)sizeof(int);
-  MPI_File_set_view(fh, after, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+  rc = MPI_File_set_view(fh, after, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+  CHECK(rc == MPI_SUCCESS, "set_view %s: %s", name, err_text(rc));
   MPI_Request req[4];
   MPI_Status sts[4];
-  for (int k = 0; k < 4; k++) /* nonblocking, several in flight */
-    MPI_File_iwrite_at(fh, ((MPI_Offset)k * np + rank) * 1000, buf + k * 1000, 1000, MPI_BYTE, &req[k]);
-  MPI_Waitall(4, req, sts);
-  MPI_File_set_view(fh, after + 4000LL * np, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
-  MPI_File_write_ordered(fh, buf, 100 + rank, MPI_BYTE, MPI_STATUS_IGNORE); /* shared pointer */
-  MPI_File_write_ordered(fh, buf + 7, 50, MPI_BYTE, MPI_STATUS_IGNORE);
+  for (int k = 0; k < 4; k++) { /* nonblocking, several in flight */
+    rc = MPI_File_iwrite_at(fh, ((MPI_Offset)k * np + rank) * 1000, buf + k * 1000, 1000, MPI_BYTE, &req[k]);
+    CHECK(rc == MPI_SUCCESS, "iwrite_at %s: %s", name, err_text(rc));
+  }
+  rc = MPI_Waitall(4, req, sts);
+  CHECK(rc == MPI_SUCCESS, "waitall %s: %s", name, err_text(rc));
+  rc = MPI_File_set_view(fh, after + 4000LL * np, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+  CHECK(rc == MPI_SUCCESS, "set_view %s: %s", name, err_text(rc));
+  rc = MPI_File_write_ordered(fh, buf, 100 + rank, MPI_BYTE, MPI_STATUS_IGNORE); /* shared pointer */
+  CHECK(rc == MPI_SUCCESS, "write_ordered %s: %s", name, err_text(rc));
+  rc = MPI_File_write_ordered(fh, buf + 7, 50, MPI_BYTE, MPI_STATUS_IGNORE);
+  CHECK(rc == MPI_SUCCESS, "write_ordered %s: %s", name, err_text(rc));
   rc = MPI_File_close(&fh);
   CHECK(rc == MPI_SUCCESS, "close %s: %s", name, err_text(rc));
   MPI_Type_free(&ft);

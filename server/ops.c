@@ -57,23 +57,44 @@ int srv_take_handle(srv_job *j, uint64_t value) {
   return j->hd ? 0 : -1;
 }
 
-static void log_refusal(srv_conn *c, const char *op, const char *path, uint32_t pl, int err, const char *why) {
-  if (err == EMFILE || err == ENFILE) return srv_log_fd_exhausted(op, err);
-  int sec = err == EACCES || err == EXDEV || err == ELOOP || err == EINVAL;
-  srv_log(sec ? LOG_WARN : LOG_DEBUG, "conn %llu (%s): %s \"%.*s\" refused: %s", (unsigned long long)c->serial,
-          c->peer, op, (int)(pl < 200 ? pl : 200), path, why ? why : strerror(err));
-}
-
 /* ---- rights (cred.c) ------------------------------------------------------------------------- */
 /* The connection's root: its credential's SUBDIR, or the server's root (the fuzzer has none). */
 static int conn_root(const srv_conn *c) { return c->cred ? c->cred->rootfd : srv->rootfd; }
 
-/* A read-only credential asking to change something: logged, answered RIO_EACCES. 1 if refused. */
-static int refused_ro(srv_conn *c, unsigned type, uint64_t id, const char *op) {
-  if (!srv_conn_ro(c)) return 0;
-  srv_log(LOG_WARN, "conn %llu (%s): %s refused: credential %s is read-only", (unsigned long long)c->serial, c->peer,
-          op, c->cred->name);
-  srv_reply(c, type, id, RIO_EACCES, NULL, 0);
+/* An OPEN or DELETE of path that failed with err: logged (a refusal for security at warn), and
+ * answered. A refusal for security (EACCES, EXDEV, ELOOP, EINVAL: confinement, hard links, a
+ * read-only truncation) is answered with its cause, as an ERROR reply (PROTOCOL.md, "Refusals
+ * with a reason"); the path is not repeated in it (the client knows it). */
+static void refuse_path(srv_job *j, const char *op, const char *path, uint32_t pl, int err, const char *why) {
+  srv_conn *c = j->c;
+  int status = rio_status_from_errno(err);
+  int sec = err == EACCES || err == EXDEV || err == ELOOP || err == EINVAL;
+  if (err == EMFILE || err == ENFILE)
+    srv_log_fd_exhausted(op, err);
+  else
+    srv_log(sec ? LOG_WARN : LOG_DEBUG, "conn %llu (%s): %s \"%.*s\" refused: %s", (unsigned long long)c->serial,
+            c->peer, op, (int)(pl < 200 ? pl : 200), path, why ? why : strerror(err));
+  if (!sec || !why) return (void)srv_reply(c, j->h.type, j->h.id, status, NULL, 0);
+  char msg[256];
+  int sub = c->cred && c->cred->rootfd != srv->rootfd;
+  snprintf(msg, sizeof msg, "%s refused: %s%s%s%s", op, why, sub ? " (credential " : "", sub ? c->cred->name : "",
+           sub ? " is confined to its subdirectory)" : "");
+  srv_reply_error(c, j->h.id, status, msg);
+}
+
+/* What a read-only credential asking for op is told, and logged. */
+void srv_ro_refusal(srv_conn *c, const char *op, char *msg, size_t n) {
+  snprintf(msg, n, "%s refused: credential %s is read-only", op, c->cred->name);
+  srv_log(LOG_WARN, "conn %llu (%s): %s", (unsigned long long)c->serial, c->peer, msg);
+}
+
+/* A read-only credential asking to change something: logged, answered RIO_EACCES with the
+ * cause (an ERROR reply). 1 if refused. */
+static int refused_ro(srv_job *j, const char *op) {
+  if (!srv_conn_ro(j->c)) return 0;
+  char msg[128];
+  srv_ro_refusal(j->c, op, msg, sizeof msg);
+  srv_reply_error(j->c, j->h.id, RIO_EACCES, msg);
   return 1;
 }
 
@@ -114,11 +135,10 @@ static void do_open(srv_job *j) {
   int e = rio_decode_open(j->body, j->n, &o);
   if (e) return (void)srv_bad_body(j, e);
   if ((o.flags & RIO_O_TRUNC) && (o.flags & RIO_O_ACCMODE) == RIO_O_RDONLY) {
-    log_refusal(j->c, "open", o.path, o.pathlen, EINVAL, "truncation through a read-only open");
-    return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_EINVAL, NULL, 0);
+    return refuse_path(j, "open", o.path, o.pathlen, EINVAL, "truncation through a read-only open");
   }
   int changes = (o.flags & RIO_O_ACCMODE) != RIO_O_RDONLY || (o.flags & (RIO_O_CREAT | RIO_O_APPEND));
-  if (changes && refused_ro(j->c, j->h.type, j->h.id, "open for writing")) return;
+  if (changes && refused_ro(j, "open for writing")) return;
   if (srv_handle_room(j)) return;
   static const int acc[] = {O_RDONLY, O_WRONLY, O_RDWR};
   int fl = acc[o.flags & RIO_O_ACCMODE];
@@ -134,10 +154,7 @@ static void do_open(srv_job *j) {
   struct stat st;
   if (fd >= 0 && (e = open_checked(fd, o.flags, &st, whybuf, sizeof whybuf, &why)) != 0) close(fd), fd = -e;
   srv_trace_span("storage", "open", NULL, t0, 0, 0, j->h.id);
-  if (fd < 0) {
-    log_refusal(j->c, "open", o.path, o.pathlen, -fd, why);
-    return (void)srv_reply(j->c, j->h.type, j->h.id, rio_status_from_errno(-fd), NULL, 0);
-  }
+  if (fd < 0) return refuse_path(j, "open", o.path, o.pathlen, -fd, why);
   uint64_t value = 0;
   int status = srv_handle_new(j->c, fd, o.flags & RIO_O_ACCMODE, &st, o.path, o.pathlen, &value);
   if (status) {
@@ -170,10 +187,10 @@ static void do_delete(srv_job *j) {
   uint32_t pl;
   int e = rio_decode_path(j->body, j->n, &path, &pl);
   if (e) return (void)srv_bad_body(j, e);
-  if (refused_ro(j->c, j->h.type, j->h.id, "delete")) return;
+  if (refused_ro(j, "delete")) return;
   int r = srv_resolve_unlink(conn_root(j->c), path, pl, &why);
-  if (r < 0) log_refusal(j->c, "delete", path, pl, -r, why);
-  srv_reply(j->c, j->h.type, j->h.id, r < 0 ? rio_status_from_errno(-r) : RIO_OK, NULL, 0);
+  if (r < 0) return refuse_path(j, "delete", path, pl, -r, why);
+  srv_reply(j->c, j->h.type, j->h.id, RIO_OK, NULL, 0);
 }
 
 static void do_stat(srv_job *j) {
@@ -190,7 +207,7 @@ static void do_set_size(srv_job *j) {
   uint64_t h, size;
   int e = rio_decode_handle2(j->body, j->n, &h, &size);
   if (e) return (void)srv_bad_body(j, e);
-  if (refused_ro(j->c, j->h.type, j->h.id, "set_size")) return;
+  if (refused_ro(j, "set_size")) return;
   if (srv_take_handle(j, h)) return;
   int st = j->hd->acc == RIO_O_RDONLY ? RIO_EBADF : ftruncate(j->hd->fd, (off_t)size) ? rio_status_from_errno(errno) : RIO_OK;
   srv_reply(j->c, j->h.type, j->h.id, st, NULL, 0);
@@ -200,7 +217,7 @@ static void do_preallocate(srv_job *j) {
   uint64_t h, off, len;
   int e = rio_decode_handle3(j->body, j->n, &h, &off, &len);
   if (e) return (void)srv_bad_body(j, e);
-  if (refused_ro(j->c, j->h.type, j->h.id, "preallocate")) return;
+  if (refused_ro(j, "preallocate")) return;
   if (srv_take_handle(j, h)) return;
   int st = RIO_OK;
   if (j->hd->acc == RIO_O_RDONLY) st = RIO_EBADF;
@@ -229,7 +246,7 @@ static void do_counter(srv_job *j) {
   rio_counter_req m;
   int e = rio_decode_counter(j->body, j->n, &m);
   if (e) return (void)srv_bad_body(j, e);
-  if (m.op != RIO_CTR_GET && refused_ro(j->c, j->h.type, j->h.id, "counter update")) return;
+  if (m.op != RIO_CTR_GET && refused_ro(j, "counter update")) return;
   if (srv_take_handle(j, m.handle)) return;
   int64_t old = 0;
   int st = srv_counter_op(j->hd->file, m.key, m.op, m.value, &old);
@@ -240,7 +257,7 @@ static void do_lock(srv_job *j) {
   rio_lock_req m;
   int e = rio_decode_lock(j->body, j->n, &m);
   if (e) return srv_bad_body(j, e), srv_job_done(j);
-  if (m.op == RIO_LOCK_WRITE && refused_ro(j->c, j->h.type, j->h.id, "write lock")) return srv_job_done(j);
+  if (m.op == RIO_LOCK_WRITE && refused_ro(j, "write lock")) return srv_job_done(j);
   if (srv_take_handle(j, m.handle)) return srv_job_done(j);
   if (srv_lock_try(j)) return;
   srv_lock_park(j); /* the job stays in flight until granted or cancelled */

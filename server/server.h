@@ -250,6 +250,9 @@ int srv_take_handle(srv_job *j, uint64_t value);
 int srv_bad_body(srv_job *j, int e);
 /* Whether the connection's credential is read-only (cred.c). */
 static inline int srv_conn_ro(const srv_conn *c) { return c->cred && c->cred->ro; }
+/* The refusal of op to a read-only credential: logged, its message in msg (sent as an ERROR
+ * reply, PROTOCOL.md "Refusals with a reason"). */
+void srv_ro_refusal(srv_conn *c, const char *op, char *msg, size_t n);
 
 /* read.c: READ from a worker: 0 when answered, 1 when the job went to the connection's sender
  * (which ends it). */

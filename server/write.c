@@ -99,10 +99,10 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const rio_io_req *io, uint64
   __atomic_add_fetch(&srv_served[RIO_T_WRITE], 1, __ATOMIC_RELAXED);
   srv_handle *hd = srv_handle_get(c, io->handle, &st);
   if (hd && hd->acc == RIO_O_RDONLY) st = RIO_EBADF;
+  char ro_msg[128] = "";
   if (srv_conn_ro(c)) { /* its handles are all read-only: say why it may not write */
     st = RIO_EACCES;
-    srv_log(LOG_WARN, "conn %llu (%s): write refused: credential %s is read-only", (unsigned long long)c->serial,
-            c->peer, c->cred->name);
+    srv_ro_refusal(c, "write", ro_msg, sizeof ro_msg);
   }
   uint64_t done = 0;
   /* The streaming buffer: as large as this write needs, at most SRV_CHUNK, kept for the next. */
@@ -162,6 +162,7 @@ int srv_handle_write(srv_conn *c, const rio_hdr *h, const rio_io_req *io, uint64
   }
   if (hd) srv_handle_put(c, hd);
   __atomic_add_fetch(&srv_bytes_written, done, __ATOMIC_RELAXED);
+  if (ro_msg[0]) return srv_reply_error(c, h->id, st, ro_msg);
   uint8_t b[8];
   rio_store_u64(b, done);
   return srv_reply(c, RIO_T_WRITE, h->id, st, b, st ? 0 : 8);

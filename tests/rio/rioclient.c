@@ -340,6 +340,12 @@ int rc_call(rc_conn *c, unsigned type, const void *body, size_t n, uint8_t **rep
   }
   rio_rd r = rio_rd_init(b, h.len);
   int st = rio_get_status(&r);
+  c->last_type = h.type & ~RIO_REPLY;
+  c->last_msg[0] = '\0';
+  if (c->last_type == RIO_T_ERROR && r.n >= 4) {
+    uint32_t ml = rio_get_u32(&r);
+    if (ml <= r.n && ml <= RIO_MAX_ERRMSG) memcpy(c->last_msg, r.p, ml), c->last_msg[ml] = '\0';
+  }
   if (reply && st == 0) {
     *reply = malloc(r.n ? r.n : 1);
     memcpy(*reply, r.p, r.n);

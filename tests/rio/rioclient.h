@@ -39,6 +39,8 @@ typedef struct rc_conn {
   uint64_t next_id;
   uint64_t max_request, server_id;
   uint32_t max_segments;
+  unsigned last_type; /* the last reply's type (without RIO_REPLY): the request's, or RIO_T_ERROR */
+  char last_msg[RIO_MAX_ERRMSG + 1]; /* an ERROR reply's message, else "" */
 } rc_conn;
 
 /* A TCP socket (TLS inside when PARIO_RIO_TEST_TLS_CA names the CA file), or -1. */

@@ -13,12 +13,13 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
+#include "rio/window.h"
 #include "server.h"
 
 #define INLINE_READ (64u << 10) /* READs up to this size may be served by the reader */
 #define SIEVE_PIECE 4096         /* segments up to this size may be read together ... */
-#define SIEVE_GAP 4096           /* ... when at most this far apart ... */
-#define SIEVE_SPAN (256u << 10)  /* ... in one pread of at most this span */
+#define SIEVE_SPAN (256u << 10)  /* ... in one pread of at most this span (rio/window.h's rule, */
+                                 /* holes up to RIO_WINDOW_MAX_GAP read through) */
 #define SENDFILE_MIN (64u << 10) /* READ segments at least this large leave by sendfile(2) */
 
 /* Bytes a READ returns: the segments in order up to the first that the end of file cuts. */
@@ -60,20 +61,20 @@ static int read_at(int fd, uint8_t *p, size_t n, uint64_t off, int nowait) {
 }
 
 /* How many segments from cur->i (which starts a segment) one read of at most SIEVE_SPAN bytes
- * covers: small segments in increasing order with small gaps, all of them within room. */
+ * covers: small segments, whole, that join a window by rio/window.h's rule (in increasing
+ * order, holes of at most RIO_WINDOW_MAX_GAP), all of them within room. */
 static uint32_t sieve_run(const rio_io_req *io, const seg_cur *cur, size_t room, uint64_t *lo, uint64_t *hi) {
   uint64_t off, len, bytes = 0;
   uint32_t k = 0;
   rio_seg_at(io, cur->i, &off, &len);
-  *lo = off, *hi = off;
+  rio_window w = rio_window_open(off, 0, off + SIEVE_SPAN, RIO_WINDOW_MAX_GAP);
   for (uint32_t i = cur->i; i < io->nseg; i++, k++) {
     rio_seg_at(io, i, &off, &len);
-    if (len > SIEVE_PIECE || off < *hi || off - *hi > SIEVE_GAP || off + len - *lo > SIEVE_SPAN ||
-        bytes + len > room || bytes + len > cur->left)
+    if (len > SIEVE_PIECE || bytes + len > room || bytes + len > cur->left || !rio_window_join(&w, off, len, 0))
       break;
     bytes += len;
-    *hi = off + len;
   }
+  *lo = w.lo, *hi = w.end;
   return k;
 }
 

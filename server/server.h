@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "rio/proto.h"
@@ -110,7 +111,7 @@ struct srv_conn {
   char addr[48];           /* the peer's address without the port: the per-address limit */
   uint8_t *chunk;          /* the reader's streaming buffer for WRITE data, grown on demand */
   size_t chunk_cap;
-  int pipe[2];             /* WRITE data spliced socket -> pipe -> file (ops.c); pipe_ok 1 once
+  int pipe[2];             /* WRITE data spliced socket -> pipe -> file (write.c); pipe_ok 1 once
                             * made, -1 where splice cannot serve this connection */
   int pipe_ok;
   size_t pipe_cap;
@@ -226,8 +227,11 @@ uint8_t *srv_out_room(srv_conn *c, size_t n);
 static inline void srv_out_commit(srv_conn *c, size_t n) { c->out_len += n; }
 int srv_out_flush(srv_conn *c);
 
-/* ops.c: request handlers. A job is one request whose body is in memory; the handler sends its
- * reply (or parks it: LOCK) and then releases the job with srv_job_done. */
+/* The unit of file I/O in one step of a request: a READ's chunks, a WRITE's, a CHECKSUM's reads. */
+#define SRV_CHUNK (1u << 20)
+
+/* ops.c, read.c, write.c: request handlers. A job is one request whose body is in memory; the
+ * handler sends its reply (or parks it: LOCK) and then releases the job with srv_job_done. */
 typedef struct srv_job {
   srv_conn *c;
   rio_hdr h;
@@ -237,20 +241,44 @@ typedef struct srv_job {
   uint64_t handle; /* its wire value */
   struct srv_job *next;
 } srv_job;
-void srv_handle_job(srv_job *j);
+void srv_handle_job(srv_job *j); /* ops.c: every request but WRITE, dispatched by type */
+/* ops.c, for the handlers of every file: take the job's handle (the wire value) with a
+ * reference, 0, or replied RIO_EBADF and -1. */
+int srv_take_handle(srv_job *j, uint64_t value);
+/* A body that does not decode: RIO_EPROTO (fields that do not add up to its length) answers
+ * ERROR and ends the connection; another code is the request's refusal. Returns e. */
+int srv_bad_body(srv_job *j, int e);
+/* Whether the connection's credential is read-only (cred.c). */
+static inline int srv_conn_ro(const srv_conn *c) { return c->cred && c->cred->ro; }
+/* The refusal of op to a read-only credential: logged, its message in msg (sent as an ERROR
+ * reply, PROTOCOL.md "Refusals with a reason"). */
+void srv_ro_refusal(srv_conn *c, const char *op, char *msg, size_t n);
+
+/* read.c: READ from a worker: 0 when answered, 1 when the job went to the connection's sender
+ * (which ends it). */
+int srv_read(srv_job *j);
 /* The sender's half of a READ handed over by srv_send_job: header and data. -1 if the stream broke. */
 int srv_read_send(srv_job *j);
 /* A small READ whose data is in the page cache, answered by the reader: 1 when done. */
 int srv_read_inline(srv_job *j);
-void srv_job_done(srv_job *j);
-/* WRITE, handled by the connection's reader as the data streams in. 0, or -1 if the stream
- * broke (the connection ends). */
+
+/* write.c: WRITE, handled by the connection's reader as the data streams in. 0, or -1 if the
+ * stream broke (the connection ends). */
 int srv_handle_write(srv_conn *c, const rio_hdr *h, const rio_io_req *io, uint64_t deadline);
-/* Handle lookup with a reference for an in-flight request: the handle, or NULL (errno-free:
- * *status says why). */
+
+/* handles.c: the handle table. Lookup with a reference for an in-flight request: the handle,
+ * or NULL (errno-free: *status says why). */
 srv_handle *srv_handle_get(srv_conn *c, uint64_t handle, int *status);
 void srv_handle_put(srv_conn *c, srv_handle *hd);
 void srv_conn_close_all(srv_conn *c);
+void srv_job_done(srv_job *j); /* drop the job's handle reference, free it, release its slot */
+/* Before an OPEN: 0 when the connection (--max-handles) and the server's descriptor budget
+ * have room for one more handle, else refused (RIO_EBUSY replied, with a message) and 1. */
+int srv_handle_room(srv_job *j);
+/* A new handle for fd (opened with access acc, st its fstat): RIO_OK and its wire value, or a
+ * RIO_E* status (fd then stays the caller's). */
+int srv_handle_new(srv_conn *c, int fd, uint32_t acc, const struct stat *st, const char *path, uint32_t pl,
+                   uint64_t *value);
 
 /* pool.c: the worker pool (threads 0: run the job in the caller). */
 int srv_pool_start(int threads);

@@ -1,7 +1,7 @@
 /* libFuzzer target over pario-server's frame decoder and request handlers: the input is one
  * connection's byte stream (first byte: start authenticated or not, and the mode), served
- * inline by the real conn.c/ops.c against a temporary root, every reply checked to be a
- * well-formed frame. Modes: the server; the forwarder (forward.c, its checks, collective
+ * inline by the real conn.c/ops.c/read.c/write.c against a temporary root, every reply checked
+ * to be a well-formed frame. Modes: the server; the forwarder (forward.c, its checks, collective
  * groups and merges) in front of a strict stand-in upstream server (a finding if the forwarder
  * sends it anything malformed); the --emulate spec parser (emulate.c) on the rest as text. */
 #include <arpa/inet.h>

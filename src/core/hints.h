@@ -5,12 +5,14 @@
 
 #include <mpi.h>
 
+#include "rio/window.h"
+
 enum { PARIO_AUTO = 0, PARIO_ENABLE = 1, PARIO_DISABLE = 2 };
 enum { PARIO_DRV_HINTS = 6 };
 /* pario_read_max_gap's default: reading a hole through the page cache costs a copy, one read
  * more costs a system call; where they cost the same is measured in docs/collective.md
- * ("Read volume"). */
-#define PARIO_READ_MAX_GAP (4LL << 10)
+ * ("Read volume"). The server's READ reads through the same holes (rio/window.h). */
+#define PARIO_READ_MAX_GAP ((long long)RIO_WINDOW_MAX_GAP)
 
 typedef struct pario_hints {
   long long cb_buffer_size;

@@ -3,6 +3,7 @@
  * of the user's data. Atomic mode brackets the access with a byte-range lock. */
 #include "core/file.h"
 #include "core/rep.h"
+#include "rio/window.h"
 #include "trace/trace.h"
 
 #include <errno.h>
@@ -172,24 +173,24 @@ static int worth_a_window(pario_fcursor c, MPI_Offset left, MPI_Offset off, MPI_
 /* The end of a sieving read window that starts at off with a segment of seg bytes (the
  * cursor c just past it, left bytes of the access after it): the end of the last segment
  * that follows with no hole wider than maxgap before it, cut at cap bytes from off and at
- * last. 0 when not even the next segment joins whole: then the window would carry one
- * segment and copy it once more, and the segment is read directly. Holes wider than maxgap
- * are never read: they end the window. A view without such holes (widest_hole) needs no
- * look-ahead: its window runs to the cap or to last, as it always did. */
+ * last (rio/window.h's rule, which the server's READ follows too; the first segment that
+ * joins must fit whole, later ones may be cut at the limit). 0 when not even the next
+ * segment joins whole: then the window would carry one segment and copy it once more, and
+ * the segment is read directly. Holes wider than maxgap are never read: they end the window.
+ * A view without such holes (widest_hole) needs no look-ahead: its window runs to the cap or
+ * to last, as it always did. */
 static MPI_Offset window_end(pario_fcursor c, MPI_Offset left, MPI_Offset off, MPI_Offset seg, MPI_Offset cap,
                              MPI_Offset maxgap, MPI_Offset last) {
-  MPI_Offset end = off + seg, limit = PARIO_MIN(off + cap, last);
+  MPI_Offset limit = PARIO_MIN(off + cap, last);
   if (c.v->widest_hole <= maxgap) /* no hole to stop at: no look-ahead beyond the next segment */
-    return worth_a_window(c, left, end, cap - seg) ? limit : 0;
-  int joined = 0;
-  while (left > 0 && end < limit) {
+    return worth_a_window(c, left, off + seg, cap - seg) ? limit : 0;
+  rio_window w = rio_window_open((uint64_t)off, (uint64_t)seg, (uint64_t)limit, (uint64_t)maxgap);
+  while (left > 0 && w.end < w.limit) {
     MPI_Offset off2, seg2 = pario_fcursor_next(&c, left, &off2);
-    if (off2 < end || off2 - end > maxgap || (!joined && off2 + seg2 > limit) || off2 >= limit) break;
+    if (!rio_window_join(&w, (uint64_t)off2, (uint64_t)seg2, w.joined > 0)) break;
     left -= seg2;
-    end = PARIO_MIN(off2 + seg2, limit);
-    joined = 1;
   }
-  return joined ? end : 0;
+  return w.joined ? (MPI_Offset)w.end : 0;
 }
 
 /* Data sieving for reads: one read of at most ind_rd_buffer_size bytes, never past the end

@@ -17,7 +17,7 @@ from pario import trace as tr
 from pario.locate import find_bench, find_server
 from synthtrace import span as _span, write_lines as _write
 
-CHUNK = 1 << 20  # server/ops.c READ_CHUNK and WRITE_CHUNK: the largest storage op of a request
+CHUNK = 1 << 20  # server/server.h SRV_CHUNK: the largest storage op of a request
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -179,7 +179,7 @@ def test_quick_experiment_end_to_end(tmp_path):
             assert c["bytes_per_op"] == pytest.approx(c["region"]), key
         else:
             # two-phase: each aggregator's WRITE (and read-before-write READ) is contiguous, holding
-            # its gaps too, and the server moves it in pieces of at most CHUNK (server/ops.c)
+            # its gaps too, and the server moves it in pieces of at most CHUNK (server/read.c, write.c)
             client_r = [f for f, n in flows.items() if "rio READ" in n]
             assert len(client_r) == c["client_reads"], key
             _check_chunked(writes, client_w, key)

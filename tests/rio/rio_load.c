@@ -1,7 +1,10 @@
 /* rio-load: a bounded collective load for pario-server and its forwarder (tests/rio/measure.sh):
  * N client threads, S steps, each step every client writes or reads its piece of a block of N
  * adjacent pieces, tagged as one collective, then all wait. Prints MB/s and requests/s.
- * usage: rio-load HOST:PORT SECRET [--clients N] [--steps S] [--piece B] [--op write|read] ... */
+ * usage: rio-load HOST:PORT SECRET [--clients N] [--steps S] [--piece B] [--op write|read] ...
+ * Transport: plain TCP; TLS with PARIO_RIO_TEST_TLS_CA=cert.pem; records with a MAC (protocol
+ * version 2) with PARIO_RIO_TEST_MAC=1. The line printed names the transport the connections
+ * actually used. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,7 @@ static const char *file = "load.dat";
 static pthread_barrier_t bar;
 static volatile int stop;
 static uint64_t moved, requests;
+static int nmac; /* connections that run records with a MAC */
 
 static void *client(void *arg) {
   int rank = (int)(long)arg, bad = 0;
@@ -28,6 +32,7 @@ static void *client(void *arg) {
   uint8_t *buf = malloc(piece), *rb;
   memset(buf, 'a' + rank, piece);
   if (rc_connect(&c, &S, secret, slen) || rc_open(&c, file, RIO_O_RDWR | RIO_O_CREAT, 0644, &h, NULL)) bad = 1;
+  if (!bad && rc_has_mac(c.fd)) __atomic_add_fetch(&nmac, 1, __ATOMIC_RELAXED);
   pthread_barrier_wait(&bar);
   static double t0;
   if (rank == 0) t0 = rc_now_s();
@@ -56,14 +61,22 @@ static void *client(void *arg) {
   return NULL;
 }
 
+static const char usage[] =
+    "usage: rio-load HOST:PORT SECRET_FILE [--clients N] [--steps S] [--piece BYTES] [--op write|read]\n"
+    "       [--coll 0|1] [--max-seconds S] [--file NAME]\n"
+    "A bounded load on pario-server (tests/rio/measure.sh). PARIO_RIO_TEST_TLS_CA=cert.pem: TLS;\n"
+    "PARIO_RIO_TEST_MAC=1: records with a MAC (protocol version 2) on plain TCP.\n";
+
 int main(int argc, char **argv) {
-  if (argc < 3) return fprintf(stderr, "usage: %s HOST:PORT SECRET_FILE [options] (see the source)\n", argv[0]), 2;
+  if (argc == 2 && !strcmp(argv[1], "--help")) return fputs(usage, stdout), 0;
+  if (argc == 2 && !strcmp(argv[1], "--version")) return puts("rio-load (pario tests)"), 0;
+  if (argc < 3 || argc % 2 == 0) return fputs(usage, stderr), 2;
   const char *colon = strrchr(argv[1], ':');
   if (!colon) return fprintf(stderr, "rio-load: expected HOST:PORT\n"), 2;
   snprintf(S.host, sizeof S.host, "%.*s", (int)(colon - argv[1]), argv[1]);
   S.port = atoi(colon + 1);
   snprintf(S.secret, sizeof S.secret, "%s", argv[2]);
-  for (int i = 3; i + 1 < argc; i += 2) {
+  for (int i = 3; i + 1 < argc; i += 2) { /* argc is odd: every option has its value */
     const char *o = argv[i], *v = argv[i + 1];
     if (!strcmp(o, "--clients")) nclients = atoi(v);
     else if (!strcmp(o, "--steps")) steps = atoi(v);
@@ -83,8 +96,11 @@ int main(int argc, char **argv) {
   for (long i = 0; i < nclients; i++) pthread_create(&t[i], NULL, client, (void *)i);
   for (int i = 0; i < nclients; i++) pthread_join(t[i], NULL);
   double dt = rc_now_s() - t0;
-  printf("rio-load: %s clients %d piece %llu coll %d: %llu requests, %llu bytes in %.3f s = %.2f MB/s, %.0f requests/s%s\n",
-         is_write ? "write" : "read", nclients, (unsigned long long)piece, coll, (unsigned long long)requests,
+  const char *ca = getenv("PARIO_RIO_TEST_TLS_CA");
+  const char *transport = ca && *ca ? "tls" : nmac == nclients ? "mac" : nmac ? "mixed" : "plain";
+  printf("rio-load: %s clients %d piece %llu coll %d transport %s: %llu requests, %llu bytes in %.3f s = %.2f MB/s, "
+         "%.0f requests/s%s\n",
+         is_write ? "write" : "read", nclients, (unsigned long long)piece, coll, transport, (unsigned long long)requests,
          (unsigned long long)moved, dt, moved / dt / 1e6, requests / dt, errors ? " (ERRORS)" : "");
   free(t);
   return errors != 0;

@@ -175,7 +175,44 @@ static int tls_connect(int fd, const char *host) {
   return 0;
 }
 
+/* ---- records with a MAC (protocol version 2): with PARIO_RIO_TEST_MAC=1 a plain-TCP
+ * connection asks for them in HELLO and, once AUTH is done, every byte both ways travels in
+ * records (PROTOCOL.md). Written against rio/proto.h's rio_kdf and rio_seal, as server/mac.c
+ * is; it packs a frame's header and body into the same records, as the server's sender does. */
+typedef struct rc_mac {
+  rio_seal tx, rx;
+  uint8_t in[RIO_REC_MAX + RIO_TAG], out[RIO_REC_HDR + RIO_REC_MAX + RIO_TAG];
+  size_t pos, len; /* verified data of the last record read: in[pos, len) */
+} rc_mac;
+static rc_mac *mac_of[MAX_FD];
+
+static int mac_wanted(void) {
+  const char *m = getenv("PARIO_RIO_TEST_MAC"), *ca = getenv("PARIO_RIO_TEST_TLS_CA");
+  return m && !strcmp(m, "1") && !(ca && *ca);
+}
+
+static void mac_free(int fd) {
+  if (fd < 0 || fd >= MAX_FD || !mac_of[fd]) return;
+  rio_seal_free(&mac_of[fd]->tx);
+  rio_seal_free(&mac_of[fd]->rx);
+  free(mac_of[fd]);
+  mac_of[fd] = NULL;
+}
+
+static int mac_start(int fd, const uint8_t *secret, size_t slen, const uint8_t challenge[RIO_NONCE],
+                     const uint8_t nonce[RIO_NONCE]) {
+  uint8_t c2s[RIO_TAG], s2c[RIO_TAG];
+  rc_mac *m = fd >= 0 && fd < MAX_FD ? calloc(1, sizeof *m) : NULL;
+  if (!m || rio_kdf(secret, slen, challenge, nonce, c2s, s2c) || rio_seal_init(&m->tx, c2s)) return free(m), -1;
+  if (rio_seal_init(&m->rx, s2c)) return rio_seal_free(&m->tx), free(m), -1;
+  mac_of[fd] = m;
+  return 0;
+}
+
+int rc_has_mac(int fd) { return fd >= 0 && fd < MAX_FD && mac_of[fd] != NULL; }
+
 void rc_close_fd(int fd) {
+  mac_free(fd);
   if (fd >= 0 && fd < MAX_FD && tls_of[fd]) {
     SSL_free(tls_of[fd]);
     tls_of[fd] = NULL;
@@ -199,7 +236,7 @@ int rc_connect_raw(const char *host, int port) {
   return fd;
 }
 
-int rc_send_all(int fd, const void *p, size_t n) {
+static int raw_send(int fd, const void *p, size_t n) {
   const uint8_t *b = p;
   SSL *ssl = fd >= 0 && fd < MAX_FD ? tls_of[fd] : NULL;
   while (n > 0) {
@@ -211,14 +248,37 @@ int rc_send_all(int fd, const void *p, size_t n) {
   return 0;
 }
 
+/* Pieces a and b, one after the other, in records of up to RIO_REC_MAX bytes. */
+static int mac_send2(rc_mac *m, int fd, const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
+  while (an + bn > 0) {
+    uint32_t k = 0;
+    while (k < RIO_REC_MAX && an + bn > 0) {
+      const uint8_t **p = an ? &a : &b;
+      size_t *pn = an ? &an : &bn, c = *pn < RIO_REC_MAX - k ? *pn : RIO_REC_MAX - k;
+      memcpy(m->out + RIO_REC_HDR + k, *p, c);
+      *p += c, *pn -= c, k += (uint32_t)c;
+    }
+    for (int i = 0; i < 4; i++) m->out[i] = (uint8_t)(k >> (8 * i));
+    if (rio_seal_tag(&m->tx, m->out + RIO_REC_HDR, k, m->out + RIO_REC_HDR + k) ||
+        raw_send(fd, m->out, RIO_REC_HDR + (size_t)k + RIO_TAG))
+      return -1;
+  }
+  return 0;
+}
+
+int rc_send_all(int fd, const void *p, size_t n) {
+  return rc_has_mac(fd) ? mac_send2(mac_of[fd], fd, p, n, NULL, 0) : raw_send(fd, p, n);
+}
+
 int rc_send_frame(int fd, unsigned type, uint64_t id, const void *body, size_t n) {
   uint8_t hb[RIO_HDR_SIZE];
   rio_hdr h = {RIO_VERSION, (uint16_t)type, 0, (uint32_t)n, id};
   rio_hdr_encode(hb, &h);
+  if (rc_has_mac(fd)) return mac_send2(mac_of[fd], fd, hb, sizeof hb, body, n);
   return rc_send_all(fd, hb, sizeof hb) || (n && rc_send_all(fd, body, n)) ? -1 : 0;
 }
 
-static int recv_all(int fd, void *p, size_t n, int timeout_ms) {
+static int raw_recv(int fd, void *p, size_t n, int timeout_ms) {
   uint8_t *b = p;
   SSL *ssl = fd >= 0 && fd < MAX_FD ? tls_of[fd] : NULL;
   while (n > 0) {
@@ -228,6 +288,27 @@ static int recv_all(int fd, void *p, size_t n, int timeout_ms) {
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) return -1;
     b += k, n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* n bytes of the frame stream: from verified records under a MAC, else from the socket. */
+static int recv_all(int fd, void *p, size_t n, int timeout_ms) {
+  if (!rc_has_mac(fd)) return raw_recv(fd, p, n, timeout_ms);
+  rc_mac *m = mac_of[fd];
+  for (uint8_t *b = p; n > 0;) {
+    if (m->pos == m->len) {
+      uint8_t lb[RIO_REC_HDR];
+      if (raw_recv(fd, lb, sizeof lb, timeout_ms)) return -1;
+      uint32_t k = (uint32_t)lb[0] | (uint32_t)lb[1] << 8 | (uint32_t)lb[2] << 16 | (uint32_t)lb[3] << 24;
+      if (k == 0 || k > RIO_REC_MAX || raw_recv(fd, m->in, (size_t)k + RIO_TAG, timeout_ms) ||
+          !rio_seal_check(&m->rx, m->in, k, m->in + k))
+        return -1;
+      m->pos = 0, m->len = k;
+    }
+    size_t c = m->len - m->pos < n ? m->len - m->pos : n;
+    memcpy(b, m->in + m->pos, c);
+    m->pos += c, b += c, n -= c;
   }
   return 0;
 }
@@ -259,6 +340,12 @@ int rc_call(rc_conn *c, unsigned type, const void *body, size_t n, uint8_t **rep
   }
   rio_rd r = rio_rd_init(b, h.len);
   int st = rio_get_status(&r);
+  c->last_type = h.type & ~RIO_REPLY;
+  c->last_msg[0] = '\0';
+  if (c->last_type == RIO_T_ERROR && r.n >= 4) {
+    uint32_t ml = rio_get_u32(&r);
+    if (ml <= r.n && ml <= RIO_MAX_ERRMSG) memcpy(c->last_msg, r.p, ml), c->last_msg[ml] = '\0';
+  }
   if (reply && st == 0) {
     *reply = malloc(r.n ? r.n : 1);
     memcpy(*reply, r.p, r.n);
@@ -276,8 +363,10 @@ int rc_connect_as(rc_conn *c, const rc_server *s, const char *name, const uint8_
   memset(c, 0, sizeof *c);
   c->fd = rc_connect_raw(s->host, s->port);
   if (c->fd < 0) return -1;
-  /* A name needs version 2 (without records: loopback lets plain TCP go without the MAC). */
-  rio_hello hello = {1, name ? 2 : 1, 0, {0}, 0, {0}};
+  /* A name needs version 2; records only with PARIO_RIO_TEST_MAC=1 (loopback lets plain TCP go
+   * without them). */
+  int want_mac = mac_wanted();
+  rio_hello hello = {1, name || want_mac ? 2 : 1, want_mac ? RIO_HELLO_MAC : 0, {0}, 0, {0}};
   if (name) {
     hello.name_len = (uint8_t)strlen(name);
     memcpy(hello.name, name, hello.name_len);
@@ -290,6 +379,8 @@ int rc_connect_as(rc_conn *c, const rc_server *s, const char *name, const uint8_
   if (rn != 8 + RIO_NONCE) return free(rep), -1;
   uint8_t challenge[RIO_NONCE], mac[RIO_MAC], want[RIO_MAC];
   memcpy(challenge, rep + 8, RIO_NONCE);
+  rio_rd fr = rio_rd_init(rep + 4, 4);
+  uint32_t server_flags = rio_get_u32(&fr);
   free(rep);
   rio_auth_mac(secret, slen, 0, challenge, hello.nonce, mac);
   st = rc_call(c, RIO_T_AUTH, mac, RIO_MAC, &rep, &rn);
@@ -303,6 +394,8 @@ int rc_connect_as(rc_conn *c, const rc_server *s, const char *name, const uint8_
   (void)rio_get_u32(&r);
   c->server_id = rio_get_u64(&r);
   free(rep);
+  if (ok && want_mac) /* no downgrade: records asked for and not granted fail the connection */
+    ok = (server_flags & RIO_HELLO_MAC) && mac_start(c->fd, secret, slen, challenge, hello.nonce) == 0;
   return ok ? 0 : -1;
 }
 

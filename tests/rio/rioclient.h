@@ -39,14 +39,20 @@ typedef struct rc_conn {
   uint64_t next_id;
   uint64_t max_request, server_id;
   uint32_t max_segments;
+  unsigned last_type; /* the last reply's type (without RIO_REPLY): the request's, or RIO_T_ERROR */
+  char last_msg[RIO_MAX_ERRMSG + 1]; /* an ERROR reply's message, else "" */
 } rc_conn;
 
 /* A TCP socket (TLS inside when PARIO_RIO_TEST_TLS_CA names the CA file), or -1. */
 int rc_connect_raw(const char *host, int port);
 void rc_close_fd(int fd);
+/* 1 when the connection on fd runs records with a MAC (version 2; rc_connect_as asks for them
+ * on plain TCP when PARIO_RIO_TEST_MAC=1 and fails if the server does not grant them). */
+int rc_has_mac(int fd);
 /* Connect and authenticate: 0, a RIO_E* status from the server, or -1 (connection broke). */
 int rc_connect(rc_conn *c, const rc_server *s, const uint8_t *secret, size_t slen);
-/* The same, naming a credential (HELLO version 2 with a name; name NULL: none, version 1). */
+/* The same, naming a credential (HELLO version 2 with a name; name NULL: none, version 1 unless
+ * records are asked for). */
 int rc_connect_as(rc_conn *c, const rc_server *s, const char *name, const uint8_t *secret, size_t slen);
 void rc_close_conn(rc_conn *c);
 int rc_send_frame(int fd, unsigned type, uint64_t id, const void *body, size_t n);

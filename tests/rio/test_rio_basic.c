@@ -351,6 +351,10 @@ int main(int argc, char **argv) {
   CHECK(rc_connect(&c1, &S, secret, slen) == 0, "connect and authenticate");
   CHECK(c1.max_request == RIO_DEFAULT_MAX_REQUEST && c1.max_segments == RIO_DEFAULT_MAX_SEGMENTS, "limits");
   CHECK(rc_connect(&c2, &S, secret, slen) == 0, "second connection");
+  const char *mac = getenv("PARIO_RIO_TEST_MAC"), *ca = getenv("PARIO_RIO_TEST_TLS_CA");
+  int want_mac = mac && !strcmp(mac, "1") && !(ca && *ca);
+  CHECK(rc_has_mac(c1.fd) == want_mac && rc_has_mac(c2.fd) == want_mac, "records with a MAC: %s",
+        want_mac ? "on (PARIO_RIO_TEST_MAC=1)" : "off");
   CHECK(rc_ping(&c1) == 0, "ping");
   test_segments(&c1);
   test_large(&c1);

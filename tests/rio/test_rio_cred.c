@@ -57,6 +57,13 @@ static int setup(void) {
   return put_file(p, creds, 0600);
 }
 
+/* The last reply was an ERROR frame (a refusal with a reason, PROTOCOL.md) whose message holds
+ * want; "" for a plain status reply of the request's own type. */
+static int said(const rc_conn *c, unsigned type, const char *want) {
+  if (!*want) return c->last_type == type && !c->last_msg[0];
+  return c->last_type == RIO_T_ERROR && strstr(c->last_msg, want) != NULL;
+}
+
 static void test_read_only(void) {
   const char *rs = "reader-secret-0123456789abcdef";
   rc_conn r;
@@ -68,20 +75,32 @@ static void test_read_only(void) {
   CHECK(rc_stat(&r, h, &size) == 0 && size == 13, "ro: stat");
   int64_t old = 0;
   CHECK(rc_counter(&r, h, 1, RIO_CTR_GET, 0, &old) == 0, "ro: counter GET");
-  CHECK(rc_counter(&r, h, 1, RIO_CTR_ADD, 1, &old) == RIO_EACCES, "ro: counter ADD refused");
+  CHECK(rc_counter(&r, h, 1, RIO_CTR_ADD, 1, &old) == RIO_EACCES &&
+            said(&r, 0, "counter update refused: credential reader is read-only"),
+        "ro: counter ADD refused, saying why ('%s')", r.last_msg);
   CHECK(rc_lock(&r, h, RIO_LOCK_READ, 0, 4) == 0 && rc_lock(&r, h, RIO_UNLOCK, 0, 4) == 0, "ro: read lock");
-  CHECK(rc_lock(&r, h, RIO_LOCK_WRITE, 0, 4) == RIO_EACCES, "ro: write lock refused");
-  CHECK(rc_write(&r, h, 1, &off, &len, "XXXXX", &done) == RIO_EACCES, "ro: WRITE refused with EACCES");
-  CHECK(rc_set_size(&r, h, 0) == RIO_EACCES, "ro: SET_SIZE refused");
-  CHECK(rc_preallocate(&r, h, 0, 4096) == RIO_EACCES, "ro: PREALLOCATE refused");
+  CHECK(rc_lock(&r, h, RIO_LOCK_WRITE, 0, 4) == RIO_EACCES && said(&r, 0, "write lock refused: credential reader"),
+        "ro: write lock refused, saying why ('%s')", r.last_msg);
+  CHECK(rc_write(&r, h, 1, &off, &len, "XXXXX", &done) == RIO_EACCES &&
+            said(&r, 0, "write refused: credential reader is read-only"),
+        "ro: WRITE refused with EACCES, saying why ('%s')", r.last_msg);
+  CHECK(rc_set_size(&r, h, 0) == RIO_EACCES && said(&r, 0, "set_size refused: credential reader is read-only"),
+        "ro: SET_SIZE refused, saying why ('%s')", r.last_msg);
+  CHECK(rc_preallocate(&r, h, 0, 4096) == RIO_EACCES && said(&r, 0, "preallocate refused: credential reader"),
+        "ro: PREALLOCATE refused, saying why ('%s')", r.last_msg);
   CHECK(rc_handle_op(&r, RIO_T_SYNC, h) == 0, "ro: SYNC allowed (harmless)");
-  CHECK(rc_open(&r, "a.dat", RIO_O_RDWR, 0, &hw, NULL) == RIO_EACCES, "ro: open read-write refused");
+  CHECK(rc_open(&r, "a.dat", RIO_O_RDWR, 0, &hw, NULL) == RIO_EACCES &&
+            said(&r, 0, "open for writing refused: credential reader is read-only"),
+        "ro: open read-write refused, saying why ('%s')", r.last_msg);
   CHECK(rc_open(&r, "a.dat", RIO_O_WRONLY, 0, &hw, NULL) == RIO_EACCES, "ro: open write-only refused");
   CHECK(rc_open(&r, "new.dat", RIO_O_RDONLY | RIO_O_CREAT, 0644, &hw, NULL) == RIO_EACCES && !exists("new.dat"),
         "ro: open with create refused, nothing made");
   CHECK(rc_open(&r, "a.dat", RIO_O_RDONLY | RIO_O_APPEND, 0, &hw, NULL) == RIO_EACCES, "ro: append refused");
   CHECK(rc_open(&r, "a.dat", RIO_O_RDWR | RIO_O_TRUNC, 0, &hw, NULL) != 0, "ro: truncate refused");
-  CHECK(rc_delete(&r, "a.dat") == RIO_EACCES && exists("a.dat"), "ro: DELETE refused, file kept");
+  CHECK(rc_delete(&r, "a.dat") == RIO_EACCES && exists("a.dat") && said(&r, 0, "delete refused: credential reader"),
+        "ro: DELETE refused, saying why ('%s'), file kept", r.last_msg);
+  CHECK(rc_open(&r, "none.dat", RIO_O_RDONLY, 0, &hw, NULL) == RIO_ENOENT && said(&r, RIO_T_OPEN, ""),
+        "ro: a missing file is a plain OPEN reply (type %u)", r.last_type);
   CHECK(rc_read(&r, h, 1, &off, &len, buf, &done) == 0 && !memcmp(buf, "hello", 5), "file unchanged");
   CHECK(rc_handle_op(&r, RIO_T_CLOSE, h) == 0, "ro: close");
   rc_close_conn(&r);
@@ -101,12 +120,19 @@ static void test_subdir(void) {
         "sub: its subdir is its root");
   rc_handle_op(&c, RIO_T_CLOSE, h);
   CHECK(rc_open(&c, "sub/in.dat", RIO_O_RDONLY, 0, &h, NULL) == RIO_ENOENT, "sub: no sub/ inside sub");
-  CHECK(rc_open(&c, "../outside.txt", RIO_O_RDONLY, 0, &h, NULL) == RIO_EACCES, "sub: .. refused");
+  CHECK(rc_open(&c, "../outside.txt", RIO_O_RDONLY, 0, &h, NULL) == RIO_EACCES &&
+            said(&c, 0, "open refused: path leaves the root (..) (credential sub is confined to its subdirectory)"),
+        "sub: .. refused, saying why ('%s')", c.last_msg);
   CHECK(rc_open(&c, "x/../../outside.txt", RIO_O_RDONLY, 0, &h, NULL) == RIO_EACCES, "sub: x/../.. refused");
-  CHECK(rc_open(&c, "/outside.txt", RIO_O_RDONLY, 0, &h, NULL) == RIO_EACCES, "sub: absolute refused");
+  CHECK(rc_open(&c, "/outside.txt", RIO_O_RDONLY, 0, &h, NULL) == RIO_EACCES &&
+            said(&c, 0, "open refused: absolute path refused (credential sub"),
+        "sub: absolute refused, saying why ('%s')", c.last_msg);
   int st = rc_open(&c, "link", RIO_O_RDONLY, 0, &h, NULL);
-  CHECK(st == RIO_EACCES || st == RIO_ELOOP, "sub: symlink out refused (%d)", st);
-  CHECK(rc_delete(&c, "../outside.txt") == RIO_EACCES && exists("outside.txt"), "sub: delete outside refused");
+  CHECK((st == RIO_EACCES || st == RIO_ELOOP) && said(&c, 0, "open refused: "), "sub: symlink out refused (%d: '%s')",
+        st, c.last_msg);
+  CHECK(rc_delete(&c, "../outside.txt") == RIO_EACCES && exists("outside.txt") &&
+            said(&c, 0, "delete refused: path leaves the root"),
+        "sub: delete outside refused, saying why ('%s')", c.last_msg);
   CHECK(rc_open(&c, "made.dat", RIO_O_RDWR | RIO_O_CREAT, 0644, &h, NULL) == 0 && exists("sub/made.dat") &&
             !exists("made.dat"),
         "sub: create lands in the subdir");

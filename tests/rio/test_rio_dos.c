@@ -95,21 +95,12 @@ static void test_unread_replies(void) {
   good_client("after the client that did not read");
 }
 
-/* OPEN on a raw frame: the status, and the ERROR message into msg. */
+/* OPEN (create, read-write): the status, and an ERROR reply's message into msg ("" if none).
+ * The handle of a successful open stays open. */
 static int open_msg(rc_conn *c, const char *name, char *msg, size_t ml) {
-  uint8_t b[128], *rb = NULL;
-  size_t n = rio_encode_open(b, sizeof b, RIO_O_RDWR | RIO_O_CREAT, 0644, name);
-  rio_hdr h;
-  msg[0] = '\0';
-  if (rc_send_frame(c->fd, RIO_T_OPEN, ++c->next_id, b, n) || rc_recv_frame(c->fd, &h, &rb, 10000)) return -1;
-  rio_rd r = rio_rd_init(rb, h.len);
-  int st = rio_get_status(&r);
-  if (h.type == (RIO_T_ERROR | RIO_REPLY)) {
-    uint32_t k = rio_get_u32(&r);
-    const void *p = rio_get_bytes(&r, k);
-    snprintf(msg, ml, "%.*s", p ? (int)k : 0, p ? (const char *)p : "");
-  }
-  free(rb);
+  uint64_t h;
+  int st = rc_open(c, name, RIO_O_RDWR | RIO_O_CREAT, 0644, &h, NULL);
+  snprintf(msg, ml, "%.*s", (int)(ml - 1), st == -1 ? "" : c->last_msg);
   return st;
 }
 

@@ -99,7 +99,8 @@ static void test_links_and_trunc(void) {
   unlink(in);
   CHECK(link(out, in) == 0, "hard link into the root");
   int st = rc_open(&c, "linked", RIO_O_RDWR | RIO_O_CREAT | RIO_O_TRUNC, 0644, &h, NULL);
-  CHECK(st == RIO_EACCES, "RDWR|CREAT|TRUNC through a hard link refused: %d", st);
+  CHECK(st == RIO_EACCES && c.last_type == RIO_T_ERROR && strstr(c.last_msg, "open refused: has 2 hard links"),
+        "RDWR|CREAT|TRUNC through a hard link refused: %d, saying why ('%s')", st, c.last_msg);
   CHECK(file_size(out) == 8, "the file outside is unchanged (%ld bytes)", file_size(out));
   CHECK(rc_open(&c, "linked", RIO_O_WRONLY, 0, &h, NULL) == RIO_EACCES, "WRONLY through a hard link refused");
   CHECK(rc_log_has(&S, "\"linked\" refused: has 2 hard links") >= 2, "hard link refusal logged with the count");
@@ -112,7 +113,9 @@ static void test_links_and_trunc(void) {
   CHECK(fd >= 0 && write(fd, "keep me", 7) == 7, "a file to keep");
   if (fd >= 0) close(fd);
   st = rc_open(&c, "keep.dat", RIO_O_RDONLY | RIO_O_TRUNC, 0, &h, NULL);
-  CHECK(st == RIO_EINVAL, "read-only + truncate refused: %d", st);
+  CHECK(st == RIO_EINVAL && c.last_type == RIO_T_ERROR &&
+            !strcmp(c.last_msg, "open refused: truncation through a read-only open"),
+        "read-only + truncate refused: %d, saying why ('%s')", st, c.last_msg);
   CHECK(file_size(in) == 7, "the file is untouched (%ld bytes)", file_size(in));
   CHECK(rc_log_has(&S, "truncation through a read-only open") == 1, "read-only truncation logged");
   /* Truncation where it is allowed still works (done after the checks now). */

@@ -1,6 +1,7 @@
 /* Unit tests of the remote I/O codec (src/rio/proto.c): header round trip and rejection,
  * request limits before and after authentication, exact-length body decoding, segment lists
- * with overflowing or oversized entries, HMAC proofs, secret files and x-rio names. */
+ * with overflowing or oversized entries, HMAC proofs, secret files and x-rio names, and the
+ * read window's rule (src/rio/window.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "check.h"
 #include "rio/checksum.h"
 #include "rio/proto.h"
+#include "rio/window.h"
 
 static void test_header(void) {
   rio_hdr h = {RIO_VERSION, RIO_T_WRITE | RIO_REPLY, 0, 12345, 0x0102030405060708ull}, g;
@@ -206,6 +208,29 @@ static void test_checksum(void) {
         "checksum limits");
 }
 
+/* rio/window.h: order, the widest hole, the limit, whole or cut pieces. */
+static void test_window(void) {
+  rio_window w = rio_window_open(1000, 100, 2000, 50);
+  CHECK(w.lo == 1000 && w.end == 1100 && !w.joined, "open: the first piece");
+  CHECK(rio_window_join(&w, 1150, 10, 0) && w.end == 1160 && w.joined == 1, "a hole of exactly maxgap joins");
+  CHECK(!rio_window_join(&w, 1211, 10, 0) && w.end == 1160, "a hole of maxgap + 1 ends the window");
+  CHECK(!rio_window_join(&w, 1159, 10, 0) && w.end == 1160, "an overlapping piece ends it");
+  CHECK(!rio_window_join(&w, 1000, 10, 0), "an earlier piece ends it");
+  CHECK(rio_window_join(&w, 1160, 0, 0) && w.end == 1160, "an empty piece at the end joins");
+  CHECK(rio_window_join(&w, 1200, 800, 0) && w.end == 2000, "a piece ending at the limit joins whole");
+  w = rio_window_open(1000, 100, 1500, 1000);
+  CHECK(!rio_window_join(&w, 1400, 200, 0) && w.end == 1100, "past the limit, whole only: refused");
+  CHECK(rio_window_join(&w, 1400, 200, 1) && w.end == 1500, "past the limit, may cut: cut at the limit");
+  CHECK(!rio_window_join(&w, 1500, 10, 1), "nothing joins at or past the limit");
+  w = rio_window_open(0, 0, 1u << 18, RIO_WINDOW_MAX_GAP); /* the server's: an empty start */
+  CHECK(rio_window_join(&w, 0, 32, 0) && rio_window_join(&w, 32 + RIO_WINDOW_MAX_GAP, 32, 0) &&
+            w.end == 64 + RIO_WINDOW_MAX_GAP && w.joined == 2,
+        "an empty start: the first piece opens it, a default-gap hole joins");
+  uint64_t big = UINT64_MAX - 10;
+  w = rio_window_open(big - 100, 10, UINT64_MAX, 5);
+  CHECK(!rio_window_join(&w, big, 5, 0), "offsets near 2^64: a wide hole is still a hole");
+}
+
 int main(void) {
   test_header();
   test_limits();
@@ -216,6 +241,7 @@ int main(void) {
   test_names();
   test_status();
   test_checksum();
+  test_window();
   printf("rioproto: %d checks, %d failures\n", checks, failures);
   return failures != 0;
 }

@@ -291,6 +291,9 @@ static int rio_unlink_ex(const char *path, const pario_drv_args *a) {
     rio_req r;
     size_t n = rio_encode_path(b, sizeof b, w->path);
     e = n ? rio_call(c, &r, RIO_T_DELETE, b, n, w->timeout_ms) : ENAMETOOLONG;
+    if (e == EACCES && w->user[0])
+      tell(why, sizeof why, e, path, "delete refused: credential %s (pario_rio_user) is read-only on the server?",
+           w->user);
     rio_conn_put(c);
   }
   hand_why(e ? a : NULL, why);

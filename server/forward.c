@@ -4,10 +4,6 @@
  * back; a group still incomplete after --merge-wait, one whose client left, or one that cannot
  * be merged goes part by part. */
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "merge.h"
+#include "rio/login.h"
 #include "server.h"
 
 #define MAX_PARTS 4096
@@ -28,25 +26,12 @@ typedef struct fwd_conn { /* per client: the upstream handles it opened, and the
   char **paths;
 } fwd_conn;
 
-typedef struct part {
-  srv_conn *c;
-  uint64_t id;
-  uint8_t *body;
-  size_t n, hb;
-  rio_io_req io;
-} part;
-
-typedef struct piece {
-  uint64_t off, len, part_pos, merged_pos;
-  uint32_t part;
-} piece;
-
 typedef struct group {
-  uint64_t coll_id, born, total;
+  uint64_t coll_id, born;
   unsigned type;
-  uint32_t coll_n, want, have, cap, npieces; /* want: the parts still expected (coll_n at first) */
-  part *parts;
-  piece *pieces;
+  uint32_t coll_n, want, have, cap; /* want: the parts still expected (coll_n at first) */
+  fwd_part *parts;
+  fwd_merged m; /* the merged request (merge.c) once sent */
   struct group *next;
 } group;
 
@@ -62,65 +47,34 @@ typedef struct pending {
 } pending;
 
 static struct {
-  int fd, dead;
+  rio_link link; /* rio/link.h: plain TCP with MAC records after login (rio/login.c) */
+  int dead;
   pthread_mutex_t mu, send_mu;
   pending *pend;
   uint64_t next_id, max_request;
   uint32_t max_segments;
   pthread_t reader, timer;
   int stop;
-} up = {.fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .send_mu = PTHREAD_MUTEX_INITIALIZER};
+} up = {.link.fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .send_mu = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static group *groups;
 
-/* ---- the upstream connection -------------------------------------------------------------------- */
-static int up_recv(void *buf, size_t n, int timeout_ms) {
-  uint8_t *p = buf;
-  while (n > 0) {
-    if (timeout_ms >= 0) {
-      struct pollfd pf = {up.fd, POLLIN, 0};
-      if (poll(&pf, 1, timeout_ms) <= 0) return -1;
-    }
-    ssize_t r = recv(up.fd, p, n, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    p += r, n -= (size_t)r;
-  }
-  return 0;
-}
-
-static int up_send_raw(const void *buf, size_t n) {
-  const uint8_t *p = buf;
-  while (n > 0) {
-    ssize_t r = send(up.fd, p, n, MSG_NOSIGNAL);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    p += r, n -= (size_t)r;
-  }
-  return 0;
-}
+/* ---- the upstream connection --------------------------------------------------------------------
+ * The client side of the protocol is the x-rio:// driver's (src/rio/login.c, link.c): connect
+ * with a timeout, HELLO/AUTH in version 2 as a named credential, the server's limits checked,
+ * and every byte after AUTH in records under a MAC, so the upstream server needs no --insecure. */
+#define UP_TIMEOUT_MS 10000 /* connect, login, and a frame that has begun */
 
 static int up_frame(unsigned type, uint64_t id, const void *body, size_t n) {
   uint8_t hb[RIO_HDR_SIZE];
   rio_hdr h = {RIO_VERSION, (uint16_t)type, 0, (uint32_t)n, id};
   rio_hdr_encode(hb, &h);
+  struct iovec v[2] = {{hb, sizeof hb}, {(void *)body, n}};
   pthread_mutex_lock(&up.send_mu);
-  int r = up_send_raw(hb, sizeof hb) || (n && up_send_raw(body, n)) ? -1 : 0;
+  int e = rio_link_xfer(&up.link, 1, v, 2, (long long)srv->cfg.frame_timeout * 1000);
   pthread_mutex_unlock(&up.send_mu);
-  return r;
-}
-
-/* One reply during the handshake: its body after the status block, or -1. */
-static int up_handshake_reply(unsigned type, uint8_t *out, size_t want) {
-  uint8_t hb[RIO_HDR_SIZE], body[128];
-  rio_hdr h;
-  if (up_recv(hb, sizeof hb, 10000) || rio_hdr_decode(hb, &h) || h.len > sizeof body || up_recv(body, h.len, 10000))
-    return -1;
-  rio_rd r = rio_rd_init(body, h.len);
-  if (h.type != (type | RIO_REPLY) || rio_get_status(&r) != RIO_OK || r.n != want) return -1;
-  memcpy(out, r.p, want);
-  return 0;
+  return e ? -1 : 0;
 }
 
 static int up_connect(const char *spec, char *why, size_t whylen) {
@@ -132,36 +86,28 @@ static int up_connect(const char *spec, char *why, size_t whylen) {
   host[colon - spec] = '\0';
   if (host[0] == '[') memmove(host, host + 1, strlen(host)), host[strlen(host) - 1] = '\0';
   strcpy(port, colon + 1);
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai;
-  int e = getaddrinfo(host, port, &hints, &ai);
-  if (e) return snprintf(why, whylen, "%s", gai_strerror(e)), -1;
-  up.fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  if (up.fd < 0 || connect(up.fd, ai->ai_addr, ai->ai_addrlen)) {
-    snprintf(why, whylen, "connect: %s", strerror(errno));
-    freeaddrinfo(ai);
-    return -1;
-  }
-  freeaddrinfo(ai);
-  setsockopt(up.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  rio_hello hello = {RIO_VERSION, RIO_VERSION, 0, {0}, 0, {0}};
-  uint8_t b[64], hr[8 + RIO_NONCE], mac[RIO_MAC], ar[RIO_MAC + 24];
-  rio_random(hello.nonce, RIO_NONCE);
-  size_t n = rio_encode_hello(b, sizeof b, &hello);
-  if (up_frame(RIO_T_HELLO, 1, b, n) || up_handshake_reply(RIO_T_HELLO, hr, sizeof hr))
-    return snprintf(why, whylen, "no HELLO reply (not a pario-server?)"), -1;
-  rio_auth_mac(srv->secret, srv->secret_len, 0, hr + 8, hello.nonce, mac);
-  if (up_frame(RIO_T_AUTH, 2, mac, RIO_MAC) || up_handshake_reply(RIO_T_AUTH, ar, sizeof ar))
-    return snprintf(why, whylen, "authentication refused (the secrets differ?)"), -1;
-  rio_auth_mac(srv->secret, srv->secret_len, 1, hr + 8, hello.nonce, mac);
-  if (!rio_mac_equal(mac, ar)) return snprintf(why, whylen, "the server's proof is wrong"), -1;
-  rio_rd r = rio_rd_init(ar + RIO_MAC, 24);
-  up.max_request = rio_get_u64(&r);
-  up.max_segments = rio_get_u32(&r);
+  /* --forward-secret-file, read here (before the privilege drop), or --secret-file's, read already */
+  const char *sf = srv->cfg.forward_secret_file;
+  uint8_t secret[RIO_MAX_SECRET];
+  size_t slen = srv->secret_len;
+  if (sf && rio_load_secret(sf, secret, &slen, why, whylen)) return -1;
+  if (!sf) memcpy(secret, srv->secret, slen);
+  rio_target t = {.host = host, .port = port, .tls_ca = "", .secret = secret, .slen = slen,
+                  .secret_file = sf ? sf : srv->cfg.secret_file ? srv->cfg.secret_file : "--secret-file",
+                  .user = srv->cfg.forward_user ? srv->cfg.forward_user : "", .timeout_ms = UP_TIMEOUT_MS,
+                  .user_opt = "--forward-user", .secret_opt = sf ? "--forward-secret-file" : "--secret-file"};
+  rio_session s;
+  int e = rio_login(&up.link, &t, &s, why, whylen);
+  memset(secret, 0, sizeof secret);
+  if (e) return -1;
+  up.max_request = s.max_request;
+  up.max_segments = s.max_segments;
   up.next_id = 16;
+  srv_log(LOG_INFO, "forward: logged in at %s as credential %s (protocol version %u%s)", spec,
+          srv->cfg.forward_user ? srv->cfg.forward_user : "default", (unsigned)s.version,
+          up.link.mac ? ", records with a MAC" : "");
   return 0;
 }
-
 
 /* Send a whole reply frame to a client (its status block inside body). */
 static void to_client(srv_conn *c, unsigned type, uint64_t id, const void *body, size_t n) {
@@ -231,7 +177,7 @@ static void fwd_drop(srv_conn *c, uint64_t h) {
 static void group_free(group *g) {
   for (uint32_t i = 0; i < g->have; i++) free(g->parts[i].body);
   free(g->parts);
-  free(g->pieces);
+  fwd_merge_free(&g->m);
   free(g);
 }
 
@@ -255,95 +201,43 @@ static void send_plain(srv_conn *c, uint64_t id, unsigned type, uint8_t *body, s
 
 static void group_reply(group *g, int status, const uint8_t *rest, size_t rn);
 
-static int piece_cmp(const void *a, const void *b) {
-  const piece *x = a, *y = b;
-  return x->off < y->off ? -1 : x->off > y->off ? 1 : 0;
-}
-
+/* The parts of g, all complete: merged into one request upstream when they name one file and
+ * can be (merge.c), else one by one. */
 static void group_send(group *g) {
-  uint64_t nseg = 0;
   const char *path0 = fwd_path(g->parts[0].c, g->parts[0].io.handle);
   int ok = path0 != NULL;
   for (uint32_t i = 0; ok && i < g->have; i++) {
     const char *pi = fwd_path(g->parts[i].c, g->parts[i].io.handle);
     ok = pi && !strcmp(pi, path0);
-    nseg += g->parts[i].io.nseg;
   }
-  g->pieces = ok && nseg ? calloc(nseg, sizeof *g->pieces) : NULL;
-  if (!g->pieces) ok = 0;
-  uint32_t k = 0;
-  for (uint32_t i = 0; ok && i < g->have; i++) {
-    uint64_t pos = 0;
-    for (uint32_t s = 0; s < g->parts[i].io.nseg; s++, k++) {
-      rio_seg_at(&g->parts[i].io, s, &g->pieces[k].off, &g->pieces[k].len);
-      g->pieces[k].part = i, g->pieces[k].part_pos = pos;
-      pos += g->pieces[k].len;
+  size_t body_n = 0;
+  uint8_t *body = NULL;
+  pending *pd = NULL;
+  if (ok && fwd_merge_plan(g->parts, g->have, &g->m) == 0 &&
+      fwd_merge_fits(&g->m, g->type, up.max_request, up.max_segments) &&
+      (body = fwd_merge_body(&g->m, g->parts, g->type, g->parts[0].io.handle, &body_n)) != NULL &&
+      (pd = calloc(1, sizeof *pd)) != NULL) {
+    pd->g = g, pd->type = g->type;
+    __atomic_add_fetch(&n_merged_groups, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&n_merged_parts, g->have, __ATOMIC_RELAXED);
+    srv_log(LOG_DEBUG, "forward: collective %llu: %u requests merged into one %s of %u segments, %llu bytes",
+            (unsigned long long)g->coll_id, g->have, g->type == RIO_T_WRITE ? "WRITE" : "READ", g->m.nseg,
+            (unsigned long long)g->m.total);
+    if (up_request(pd, g->type, body, body_n)) {
+      pthread_mutex_lock(&up.mu);
+      int listed = 0;
+      for (pending *q = up.pend; q; q = q->next) listed |= q == pd;
+      pthread_mutex_unlock(&up.mu);
+      if (!listed) { /* upstream already gone; a listed one is failed by the reader */
+        free(pd);
+        group_reply(g, RIO_EIO, NULL, 0);
+      }
     }
-  }
-  g->npieces = k;
-  if (ok) qsort(g->pieces, k, sizeof *g->pieces, piece_cmp);
-  /* Join adjacent pieces; refuse overlaps. */
-  uint32_t useg = 0;
-  uint64_t total = 0;
-  for (uint32_t i = 0; ok && i < k; i++) {
-    piece *p = &g->pieces[i];
-    if (i > 0 && p->off < g->pieces[i - 1].off + g->pieces[i - 1].len) ok = 0;
-    if (p->len == 0) continue;
-    if (useg == 0 || g->pieces[i - 1].off + g->pieces[i - 1].len != p->off) useg++;
-    p->merged_pos = total;
-    total += p->len;
-  }
-  size_t hb = rio_io_hdr_bytes(useg), body_n = hb + (g->type == RIO_T_WRITE ? total : 0);
-  if (!ok || useg > up.max_segments || body_n > up.max_request || (g->type == RIO_T_READ && total + 16 > up.max_request))
-    goto split;
-  uint8_t *body = malloc(body_n ? body_n : 1);
-  if (!body) goto split;
-  rio_wr w = rio_wr_init(body, body_n);
-  rio_put_io_hdr(&w, g->parts[0].io.handle, 0, 0, useg);
-  uint64_t cur_off = 0, cur_len = 0;
-  for (uint32_t i = 0; i < k; i++) {
-    piece *p = &g->pieces[i];
-    if (p->len == 0) continue;
-    if (cur_len && cur_off + cur_len == p->off) {
-      cur_len += p->len;
-      continue;
-    }
-    if (cur_len) rio_put_u64(&w, cur_off), rio_put_u64(&w, cur_len);
-    cur_off = p->off, cur_len = p->len;
-  }
-  if (cur_len) rio_put_u64(&w, cur_off), rio_put_u64(&w, cur_len);
-  if (g->type == RIO_T_WRITE)
-    for (uint32_t i = 0; i < k; i++) {
-      part *pt = &g->parts[g->pieces[i].part];
-      memcpy(body + hb + g->pieces[i].merged_pos, pt->body + pt->hb + g->pieces[i].part_pos, g->pieces[i].len);
-    }
-  g->total = total;
-  pending *pd = calloc(1, sizeof *pd);
-  if (!pd) {
     free(body);
-    goto split;
-  }
-  pd->g = g, pd->type = g->type;
-  __atomic_add_fetch(&n_merged_groups, 1, __ATOMIC_RELAXED);
-  __atomic_add_fetch(&n_merged_parts, g->have, __ATOMIC_RELAXED);
-  srv_log(LOG_DEBUG, "forward: collective %llu: %u requests merged into one %s of %u segments, %llu bytes",
-          (unsigned long long)g->coll_id, g->have, g->type == RIO_T_WRITE ? "WRITE" : "READ", useg,
-          (unsigned long long)total);
-  if (up_request(pd, g->type, body, body_n)) {
-    pthread_mutex_lock(&up.mu);
-    int listed = 0;
-    for (pending *q = up.pend; q; q = q->next) listed |= q == pd;
-    pthread_mutex_unlock(&up.mu);
-    if (!listed) { /* upstream already gone; a listed one is failed by the reader */
-      free(pd);
-      group_reply(g, RIO_EIO, NULL, 0);
-    }
+    return;
   }
   free(body);
-  return;
-split:
-  free(g->pieces);
-  g->pieces = NULL;
+  fwd_merge_free(&g->m);
   for (uint32_t i = 0; i < g->have; i++) {
     send_plain(g->parts[i].c, g->parts[i].id, g->type, g->parts[i].body, g->parts[i].n);
     free(g->parts[i].body);
@@ -353,47 +247,15 @@ split:
   group_free(g);
 }
 
-static int piece_part_cmp(const void *a, const void *b) {
-  const piece *x = a, *y = b;
-  if (x->part != y->part) return x->part < y->part ? -1 : 1;
-  return x->part_pos < y->part_pos ? -1 : x->part_pos > y->part_pos ? 1 : 0;
-}
-
-/* A READ part's reply: its pieces (pp, sorted in its own order) out of the merged data, cut at
- * the first piece the end of file cut (done: the merged bytes that arrived). */
-static void read_part_reply(part *pt, const piece *pp, uint32_t np, const uint8_t *data, uint64_t done) {
-  uint8_t *b = malloc(RIO_STATUS + 8 + pt->io.total);
-  if (!b) {
-    srv_reply_error(pt->c, pt->id, RIO_ENOMEM, "forwarder: out of memory");
-    return;
-  }
-  uint64_t got = 0;
-  for (uint32_t s = 0; s < np; s++) {
-    if (pp[s].len == 0) continue;
-    uint64_t avail = done > pp[s].merged_pos ? done - pp[s].merged_pos : 0;
-    uint64_t m = avail < pp[s].len ? avail : pp[s].len;
-    memcpy(b + RIO_STATUS + 8 + got, data + pp[s].merged_pos, m);
-    got += m;
-    if (m < pp[s].len) break;
-  }
-  rio_wr w = rio_wr_init(b, RIO_STATUS + 8);
-  rio_put_status(&w, RIO_OK);
-  rio_put_u64(&w, got);
-  to_client(pt->c, RIO_T_READ, pt->id, b, RIO_STATUS + 8 + got);
-  free(b);
-}
-
 /* The merged reply, split back to every part. */
 static void group_reply(group *g, int status, const uint8_t *rest, size_t rn) {
   uint64_t done = rn >= 8 ? rio_load_u64(rest) : 0;
   if (status == RIO_OK && (rn < 8 || (g->type == RIO_T_READ && rn - 8 != done))) status = RIO_EPROTO;
-  if (status == RIO_OK && g->type == RIO_T_WRITE && done != g->total) status = RIO_EIO;
-  /* For READ, the pieces in each part's order: part by part, each by its position. */
-  if (status == RIO_OK && g->type == RIO_T_READ && g->npieces)
-    qsort(g->pieces, g->npieces, sizeof *g->pieces, piece_part_cmp);
+  if (status == RIO_OK && g->type == RIO_T_WRITE && done != g->m.total) status = RIO_EIO;
+  if (status == RIO_OK && g->type == RIO_T_READ) fwd_merge_by_part(&g->m);
   uint32_t at = 0;
   for (uint32_t i = 0; i < g->have; i++) {
-    part *pt = &g->parts[i];
+    fwd_part *pt = &g->parts[i];
     if (status != RIO_OK) {
       uint8_t sb[RIO_STATUS];
       rio_wr w = rio_wr_init(sb, sizeof sb);
@@ -406,10 +268,11 @@ static void group_reply(group *g, int status, const uint8_t *rest, size_t rn) {
       rio_put_u64(&w, pt->io.total);
       to_client(pt->c, g->type, pt->id, b, sizeof b);
     } else {
-      uint32_t end = at;
-      while (end < g->npieces && g->pieces[end].part == i) end++;
-      read_part_reply(pt, g->pieces + at, end - at, rest + 8, done);
-      at = end;
+      size_t n = 0;
+      uint8_t *b = fwd_read_reply(&g->m, &at, i, pt, rest + 8, done, &n);
+      if (b) to_client(pt->c, RIO_T_READ, pt->id, b, n);
+      else srv_reply_error(pt->c, pt->id, RIO_ENOMEM, "forwarder: out of memory");
+      free(b);
     }
     srv_conn_release(pt->c, pt->n);
   }
@@ -429,7 +292,7 @@ static void group_add(srv_conn *c, uint64_t id, uint8_t *body, size_t n, size_t 
   if (g && g->have == 0) g->born = srv_now_ns(); /* the wait runs from the first part */
   if (g && g->have == g->cap && g->coll_n == io->coll_n) { /* parts grow with what arrives, not with coll_n */
     uint32_t cap = g->cap ? 2 * g->cap : 4;
-    part *np = realloc(g->parts, (cap < g->want ? cap : g->want) * sizeof *np);
+    fwd_part *np = realloc(g->parts, (cap < g->want ? cap : g->want) * sizeof *np);
     if (np) g->parts = np, g->cap = cap < g->want ? cap : g->want;
   }
   if (!g || g->coll_n != io->coll_n || g->have == g->cap) { /* no memory, or parts that disagree: no merge */
@@ -438,7 +301,7 @@ static void group_add(srv_conn *c, uint64_t id, uint8_t *body, size_t n, size_t 
     free(body);
     return;
   }
-  part *p = &g->parts[g->have++];
+  fwd_part *p = &g->parts[g->have++];
   p->c = c, p->id = id, p->body = body, p->n = n, p->hb = hb, p->io = *io;
   p->io.segs = body + RIO_IO_HDR; /* the decoded view points into the body we keep */
   int full = g->have == g->want;
@@ -571,9 +434,9 @@ static void *reader_main(void *arg) {
   for (;;) {
     uint8_t hb[RIO_HDR_SIZE];
     rio_hdr h;
-    if (up_recv(hb, sizeof hb, -1) || rio_hdr_decode(hb, &h) || h.len > up.max_request + 64) break;
+    if (rio_link_read(&up.link, hb, sizeof hb, -1) || rio_hdr_decode(hb, &h) || h.len > up.max_request + 64) break;
     uint8_t *body = malloc(h.len ? h.len : 1);
-    if (!body || up_recv(body, h.len, 60000)) {
+    if (!body || rio_link_read(&up.link, body, h.len, UP_TIMEOUT_MS * 6)) {
       free(body);
       break;
     }
@@ -594,7 +457,7 @@ static void *reader_main(void *arg) {
 
 /* ---- the client side -------------------------------------------------------------------------- */
 int srv_forward_start(void) {
-  char why[160];
+  char why[512];
   if (up_connect(srv->cfg.forward_to, why, sizeof why)) {
     fprintf(stderr, "pario-server: --forward-to %s: %s\n", srv->cfg.forward_to, why);
     return -1;
@@ -609,10 +472,10 @@ void srv_forward_stop(void) {
           (unsigned long long)n_tagged, (unsigned long long)n_merged_parts, (unsigned long long)n_merged_groups,
           (unsigned long long)n_late_parts);
   __atomic_store_n(&up.stop, 1, __ATOMIC_RELEASE);
-  shutdown(up.fd, SHUT_RDWR);
+  shutdown(up.link.fd, SHUT_RDWR);
   pthread_join(up.reader, NULL);
   pthread_join(up.timer, NULL);
-  close(up.fd);
+  rio_link_close(&up.link);
 }
 
 /* The handle a request names (first u64 of the body), for the types that have one. */

@@ -44,6 +44,8 @@ typedef struct srv_config {
   const char *user;   /* --user: drop root for this user once set up */
   int allow_root;     /* --allow-root: stay root (warned) */
   int insecure;       /* plain TCP without MAC allowed from any peer (not only loopback) */
+  const char *forward_user;        /* forwarder: the credential it logs in upstream with (NULL: default) */
+  const char *forward_secret_file; /* ... and its secret (NULL: --secret-file's) */
   srv_emulate emu;
 } srv_config;
 

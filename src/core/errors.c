@@ -70,7 +70,7 @@ int pario_err_lookup(int code, char *buf, int *len) {
 }
 
 int pario_err(int errclass, const char *op, const char *path, int syserr, const char *fmt, ...) {
-  char msg[MPI_MAX_ERROR_STRING], detail[MPI_MAX_ERROR_STRING / 2];
+  char msg[MPI_MAX_ERROR_STRING], detail[MPI_MAX_ERROR_STRING - 32]; /* a driver's reason may be long */
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(detail, sizeof detail, fmt, ap);

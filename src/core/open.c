@@ -34,30 +34,39 @@ static int access_flags(int amode) {
 /* Open with the access flags of the amode, except that a write-only file is opened for
  * reading too where permissions allow: data sieving and collective writes read before they
  * write. pario itself refuses reads on MPI_MODE_WRONLY files. */
-static int drv_open1(pario_file *f, int flags) {
+static int drv_open1(pario_file *f, int flags, char *why) {
   if (!f->drv->open_ex) return f->drv->open(f->path, flags, f->hints.file_perm, &f->dh);
   /* Only rank 0 (which creates the file) must reach the storage now (driver/driver.h). */
-  pario_drv_args a = {pario_hints_drv, &f->hints, f->rank != 0};
+  pario_drv_args a = {pario_hints_drv, &f->hints, f->rank != 0, why, PARIO_DRV_WHY};
   return f->drv->open_ex(f->path, flags, f->hints.file_perm, &a, &f->dh);
 }
 
-static int drv_open(pario_file *f, int flags) {
+/* why: the driver's one line on a failure ("" if it gave none). */
+static int drv_open(pario_file *f, int flags, char *why) {
   int acc = access_flags(f->amode), e = EACCES;
-  if (acc == O_WRONLY) e = drv_open1(f, (flags & ~O_ACCMODE) | O_RDWR);
+  why[0] = '\0';
+  if (acc == O_WRONLY) e = drv_open1(f, (flags & ~O_ACCMODE) | O_RDWR, why);
   f->oflags = e ? acc : O_RDWR;
-  return e ? drv_open1(f, flags) : 0;
+  return e ? drv_open1(f, flags, why) : 0;
+}
+
+/* The error of a failed driver call: the driver's reason where it gave one, else the errno's. */
+static int drv_err(const char *op, const char *filename, int e, const char *why, const char *what) {
+  return why[0] ? pario_err(pario_errno_class(e), op, filename, 0, "%s", why)
+                : pario_err(pario_errno_class(e), op, filename, e, "%s", what);
 }
 
 /* Open the file on every rank; rank 0 creates it first. Returns this rank's error code. */
 static int open_all(pario_file *f, const char *op) {
   int flags = access_flags(f->amode), e = 0;
+  char why[PARIO_DRV_WHY] = "";
   static unsigned long long opens;
   long long agreed[2] = {0, 0}; /* rank 0's result and the file's id, with rank 0's hints */
   if (f->rank == 0) {
     int cflags = flags;
     if (f->amode & MPI_MODE_CREATE) cflags |= O_CREAT;
     if (f->amode & MPI_MODE_EXCL) cflags |= O_CREAT | O_EXCL;
-    agreed[0] = drv_open(f, cflags);
+    agreed[0] = drv_open(f, cflags, why);
     agreed[1] = (long long)(((unsigned long long)getpid() << 24) ^ (unsigned long long)time(NULL) << 1 ^
                             __atomic_add_fetch(&opens, 1, __ATOMIC_RELAXED));
   }
@@ -68,10 +77,10 @@ static int open_all(pario_file *f, const char *op) {
   }
   int e0 = (int)agreed[0];
   f->uid = (unsigned long long)agreed[1];
-  if (e0) /* rank 0's failure is everyone's: the same class and system error */
-    return pario_err(pario_errno_class(e0), op, f->filename, e0, "cannot open");
-  if (f->rank != 0) e = drv_open(f, flags);
-  int code = e ? pario_err(pario_errno_class(e), op, f->filename, e, "cannot open") : MPI_SUCCESS;
+  if (e0) /* rank 0's failure is everyone's: the same class and system error (rank 0 says why) */
+    return drv_err(op, f->filename, e0, why, "cannot open");
+  if (f->rank != 0) e = drv_open(f, flags, why);
+  int code = e ? drv_err(op, f->filename, e, why, "cannot open") : MPI_SUCCESS;
   /* The agreement also tells whether all ranks run on one host: then the node count needs
    * no MPI_Comm_split_type (each collective costs milliseconds on oversubscribed nodes). */
   long long host = pario_host_id(), v[3] = {code == MPI_SUCCESS ? 0 : pario_err_class(code), host, -host}, r[3];
@@ -227,11 +236,11 @@ int pario_close(pario_file *f) {
   PMPI_Barrier(f->comm);
   pario_layers_release(f);
   if ((f->amode & MPI_MODE_DELETE_ON_CLOSE) && f->rank == 0) {
-    pario_drv_args a = {pario_hints_drv, &f->hints, 0};
+    char why[PARIO_DRV_WHY] = "";
+    pario_drv_args a = {pario_hints_drv, &f->hints, 0, why, sizeof why};
     e = f->drv->unlink_ex ? f->drv->unlink_ex(f->path, &a) : f->drv->unlink(f->path);
     if (e == ENOENT) e = 0; /* already gone, as asked (ROMIO ignores it too) */
-    if (e && code == MPI_SUCCESS)
-      code = pario_err(pario_errno_class(e), op, f->filename, e, "delete on close failed");
+    if (e && code == MPI_SUCCESS) code = drv_err(op, f->filename, e, why, "delete on close failed");
   }
   if (f->amode & MPI_MODE_DELETE_ON_CLOSE) PMPI_Barrier(f->comm); /* gone for everyone on return */
   /* The file's own errhandler sees a failed close, while its handle is still valid. */
@@ -247,13 +256,14 @@ int pario_delete(const char *filename, MPI_Info info) {
   const char *path;
   const pario_driver *drv = pario_driver_for(filename, &path);
   int e;
+  char why[PARIO_DRV_WHY] = "";
   if (drv->unlink_ex) { /* a remote driver needs its hints (the secret) to reach the storage */
     pario_hints h;
     pario_hints_init(&h, info);
-    pario_drv_args a = {pario_hints_drv, &h, 0};
+    pario_drv_args a = {pario_hints_drv, &h, 0, why, sizeof why};
     e = drv->unlink_ex(path, &a);
   } else {
     e = drv->unlink(path);
   }
-  return e ? pario_err(pario_errno_class(e), op, filename, e, "cannot delete") : MPI_SUCCESS;
+  return e ? drv_err(op, filename, e, why, "cannot delete") : MPI_SUCCESS;
 }

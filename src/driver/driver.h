@@ -24,7 +24,10 @@ typedef struct pario_drv_args {
   const char *(*hint)(const void *ctx, const char *key); /* the hint's value, or NULL */
   const void *ctx;
   int defer;
+  char *why;     /* on a failure the driver may put here one line saying what to do (the MPI */
+  size_t whylen; /* error string then carries it); NULL: nowhere */
 } pario_drv_args;
+enum { PARIO_DRV_WHY = 256 };
 
 typedef struct pario_driver {
   const char *name;
@@ -104,19 +107,6 @@ static inline void pario_drv_coll_next(uint64_t *id, uint32_t *n) {
   if (!c->base || c->n < 2 || c->seq >= PARIO_COLL_SEQ_MAX) return;
   *id = c->base | c->seq++;
   *n = c->n;
-}
-
-/* Advance an iovec array past n transferred bytes (the drivers' short-transfer loops). */
-static inline void pario_iov_advance(struct iovec **iov, int *cnt, size_t n) {
-  while (*cnt > 0 && n >= (*iov)->iov_len) {
-    n -= (*iov)->iov_len;
-    (*iov)++;
-    (*cnt)--;
-  }
-  if (*cnt > 0 && n) {
-    (*iov)->iov_base = (char *)(*iov)->iov_base + n;
-    (*iov)->iov_len -= n;
-  }
 }
 
 extern const pario_driver pario_driver_posix;

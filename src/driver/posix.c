@@ -1,6 +1,7 @@
 /* POSIX storage driver: preadv/pwritev with short-transfer and EINTR loops, fsync,
  * ftruncate, posix_fallocate and open-file-description byte-range locks. */
 #include "driver/driver.h"
+#include "rio/proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -74,7 +75,7 @@ static int buffered_xfer(int fd, const struct iovec *iov_in, int iovcnt, off_t o
     }
     *done += (size_t)r;
     off += r;
-    pario_iov_advance(&iov, &cnt, (size_t)r);
+    rio_iov_advance(&iov, &cnt, (size_t)r);
   }
   if (copy != small) free(copy);
   return rc;

@@ -508,7 +508,8 @@ int rio_read_secret(const char *path, uint8_t *buf, size_t *len, char *why, size
   close(fd);
   while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) n--;
   if (n < RIO_MIN_SECRET) {
-    snprintf(why, whylen, "the secret in the secret file is shorter than %d bytes", RIO_MIN_SECRET);
+    snprintf(why, whylen, "the secret in the secret file is %zu bytes, shorter than %d bytes (the minimum)", n,
+             RIO_MIN_SECRET);
     return EINVAL;
   }
   *len = n;

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define RIO_MAGIC 0x4F495250u /* "PRIO" little-endian */
 #define RIO_VERSION 1       /* of the frame header: unchanged in protocol version 2 */
@@ -161,6 +162,20 @@ static inline uint64_t rio_load_u64(const uint8_t *p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
   return v;
+}
+
+/* Advance an iovec array past n transferred bytes (every short-transfer loop of the client,
+ * the forwarder and the posix driver). */
+static inline void rio_iov_advance(struct iovec **iov, int *cnt, size_t n) {
+  while (*cnt > 0 && n >= (*iov)->iov_len) {
+    n -= (*iov)->iov_len;
+    (*iov)++;
+    (*cnt)--;
+  }
+  if (*cnt > 0 && n) {
+    (*iov)->iov_base = (char *)(*iov)->iov_base + n;
+    (*iov)->iov_len -= n;
+  }
 }
 
 /* ---- request bodies ---------------------------------------------------------------------- */

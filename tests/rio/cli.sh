@@ -42,6 +42,12 @@ expect 1 --root "$work/none" --listen 127.0.0.1:0 --secret-file "$work/secret" -
 expect 1 --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/short" --allow-root
 expect 1 --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/missing" --allow-root
 expect 1 --forward-to 127.0.0.1:1 --listen 127.0.0.1:0 --secret-file "$work/secret" --allow-root
+expect 2 "${ok[@]}" --forward-user alice                                  # only with --forward-to
+expect 2 --forward-to 127.0.0.1:1 --listen 127.0.0.1:0 --secret-file "$work/secret" --forward-user ""
+expect 1 --forward-to 127.0.0.1:1 --listen 127.0.0.1:0 --secret-file "$work/secret" --allow-root \
+  --forward-secret-file "$work/short"
+grep -q "short: the secret in the secret file is .* bytes, shorter than 16 bytes" "$work/err" ||
+  fail "--forward-secret-file with a short secret: $(cat "$work/err")"
 expect 2 "${ok[@]}" --auth-timeout 0
 expect 2 "${ok[@]}" --auth-timeout 61
 expect 2 "${ok[@]}" --max-unauth-per-peer 0

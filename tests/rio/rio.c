@@ -710,6 +710,9 @@ static void readonly(const char *url, const char *dir) {
   }
   rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
   CHECK_ERR(rc, MPI_ERR_ACCESS, "MPI_File_open", path); /* for writing */
+  if (rank == 0) /* the rank that reached the server says why in the error string */
+    CHECK(strstr(err_text(rc), "open for writing refused: credential reader (pario_rio_user) is read-only"),
+          "no reason in the error string: %s", err_text(rc));
   if (rc == MPI_SUCCESS) MPI_File_close(&fh);
   snprintf(path, sizeof path, "%s/new.dat", url);
   rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
@@ -720,6 +723,8 @@ static void readonly(const char *url, const char *dir) {
     snprintf(path, sizeof path, "%s/ro.dat", url);
     rc = MPI_File_delete(path, MPI_INFO_NULL);
     CHECK_ERR(rc, MPI_ERR_ACCESS, "MPI_File_delete", path);
+    CHECK(strstr(err_text(rc), "delete refused: credential reader (pario_rio_user) is read-only"),
+          "no reason in the error string: %s", err_text(rc));
     CHECK(access(local, F_OK) == 0, "%s still there", local);
     unlink(local);
   }

@@ -58,7 +58,7 @@ int rc_server_start(rc_server *s, const char *bin, const char *const *extra) {
     argv[n++] = bin;
     if (s->forward_to[0]) argv[n++] = "--forward-to", argv[n++] = s->forward_to;
     else argv[n++] = "--root", argv[n++] = s->root;
-    argv[n++] = "--listen", argv[n++] = "127.0.0.1:0";
+    argv[n++] = "--listen", argv[n++] = s->listen[0] ? s->listen : "127.0.0.1:0";
     argv[n++] = "--secret-file", argv[n++] = s->secret;
     argv[n++] = "--allow-root"; /* the tests may run as root; without it the server refuses */
     for (int i = 0; extra && extra[i] && n < 62; i++) argv[n++] = extra[i];

@@ -19,11 +19,12 @@ typedef struct rc_server {
   char secret[600]; /* secret file path */
   char forward_to[80]; /* non-empty: start a forwarder to this HOST:PORT instead of a server */
   int nofile;          /* > 0: the server runs with RLIMIT_NOFILE this low (soft and hard) */
+  char listen[80];     /* non-empty: --listen this HOST:PORT instead of 127.0.0.1:0 */
 } rc_server;
 
 /* Make a temporary directory with root/ and a secret file (work->root, work->secret). */
 int rc_workdir(rc_server *s, const char *tag);
-/* Start bin on 127.0.0.1:0 with s->root and s->secret plus extra arguments (NULL-terminated),
+/* Start bin on 127.0.0.1:0 (or s->listen) with s->root and s->secret plus extra arguments (NULL-terminated),
  * wait for the HOST:PORT line. 0 or -1. */
 int rc_server_start(rc_server *s, const char *bin, const char *const *extra);
 /* SIGTERM and wait: the exit status (0 for a clean stop), or -1. */

@@ -31,5 +31,6 @@ grep -q "open .*x-rio" "$work/plain.out" || { cat "$work/plain.out"; echo "tls-c
 if PARIO_RIO_TLS=true PARIO_RIO_TLS_CA=$work/other.pem "$@" gen "$url/other" >"$work/other.out" 2>&1; then
   echo "tls-client.sh: FAILED: a certificate the client does not trust was accepted"; exit 1
 fi
-grep -q "Permission denied" "$work/other.out" || { cat "$work/other.out"; echo "tls-client.sh: FAILED: no access error"; exit 1; }
+grep -q "the TLS certificate of 127.0.0.1 was refused (.*): check pario_rio_tls_ca" "$work/other.out" ||
+  { cat "$work/other.out"; echo "tls-client.sh: FAILED: no message on the refused certificate"; exit 1; }
 echo "tls-client.sh: refused without TLS and with an untrusted certificate"

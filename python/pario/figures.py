@@ -249,23 +249,32 @@ def _distinct_keys(groups: Sequence[Group], hidden: Sequence[str]) -> List[str]:
     return keys
 
 
+def _bar_panels(groups: Sequence[Group], keys: Sequence[str], per_config: float):
+    """Bar charts, one panel per MPI flavour stacked, as wide as the most configurations need
+    (per_config inches each): the figure and, per panel, (axes, flavour, its groups, its
+    configurations, its implementations, the width of one bar)."""
+    mpis = _mpis(groups)
+    n_cfg = max(len(_bar_configs([g for g in groups if g.mpi == m], keys)) for m in mpis)
+    fig, axes = plt.subplots(len(mpis), 1, figsize=(max(6.0, per_config * n_cfg + 2), 3.6 * len(mpis)),
+                             squeeze=False, sharey=True)
+    panels = []
+    for row, mpi in zip(axes, mpis):
+        gs = [g for g in groups if g.mpi == mpi]
+        impls = _impls(gs)
+        panels.append((row[0], mpi, gs, _bar_configs(gs, keys), impls, 0.8 / max(len(impls), 1)))
+    return fig, panels
+
+
 def overlap_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
     groups = [g for g in groups if g.suite == "overlap"]
     if not groups:
         return []
     keys = _distinct_keys(groups, OVERLAP_HIDDEN)
-    mpis = _mpis(groups)
-    n_cfg = max(len(_bar_configs([g for g in groups if g.mpi == m], keys)) for m in mpis)
-    fig, axes = plt.subplots(len(mpis), 1, figsize=(max(6.0, 0.9 * n_cfg + 2), 3.6 * len(mpis)),
-                             squeeze=False, sharey=True)
-    axes = [a[0] for a in axes]
+    fig, panels = _bar_panels(groups, keys, 0.9)
+    axes = [p[0] for p in panels]
     repeated = any(len(g.values("ratio")) > 1 for g in groups)
     drawn: List[float] = []
-    for ax, mpi in zip(axes, mpis):
-        gs = [g for g in groups if g.mpi == mpi]
-        configs = _bar_configs(gs, keys)
-        impls = _impls(gs)
-        width = 0.8 / max(len(impls), 1)
+    for ax, mpi, gs, configs, impls, width in panels:
         for j, impl in enumerate(impls):
             xs, ys, lo, hi = [], [], [], []
             for g in gs:
@@ -422,18 +431,10 @@ def btio_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
     if not groups:
         return []
     keys = [k for k in varying_params(groups) if k != "test"]
-    mpis = _mpis(groups)
-    n_cfg = max(len(_bar_configs([g for g in groups if g.mpi == m], keys)) for m in mpis)
-    fig, axes = plt.subplots(len(mpis), 1, figsize=(max(6.0, 1.0 * n_cfg + 2), 3.6 * len(mpis)),
-                             squeeze=False, sharey=True)
-    axes = [a[0] for a in axes]
+    fig, panels = _bar_panels(groups, keys, 1.0)
     parts = (("compute_s", "compute", "#8c8c8c"), ("io_s", "I/O", "#c44e52"), (None, "other", "#dddddd"))
     repeated = any(len(g.values("total_s")) > 1 for g in groups)
-    for ax, mpi in zip(axes, mpis):
-        gs = [g for g in groups if g.mpi == mpi]
-        configs = _bar_configs(gs, keys)
-        impls = _impls(gs)
-        width = 0.8 / max(len(impls), 1)
+    for ax, mpi, gs, configs, impls, width in panels:
         for j, impl in enumerate(impls):
             sel = [g for g in gs if g.impl == impl]
             xs = [configs.index(_config_of(g, keys)) + (j - (len(impls) - 1) / 2) * width for g in sel]

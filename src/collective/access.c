@@ -59,6 +59,9 @@ static struct coll_info describe(const pario_file *f, const pario_view *v, int r
   struct coll_info in = {.pos = pos, .n = n, .can_read = (f->oflags & O_ACCMODE) != O_WRONLY,
                          .sieves = rw == PARIO_WRITE && pario_sieves_write(f, v, n),
                          .irregular = pario_view_irregular(v, pos, n)};
+  /* a read alone sieves through holes up to pario_read_max_gap, and so does an aggregator */
+  in.through = rw == PARIO_READ && (v->contiguous || (pario_sieves_read(f, v, n) &&
+                                                      v->widest_hole <= f->hints.read_max_gap));
   if (n > 0) {
     MPI_Offset first, last;
     pario_view_extent_of(v, pos, n, &first, &last);
@@ -137,12 +140,6 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
     count = 0, tm = NULL, want = 0;
   if (tm && s->view->rep && pario_rep_map(s->view->rep, type, tm, &xm, op, f->filename) != MPI_SUCCESS)
     count = 0, tm = NULL, want = 0; /* the checks at the call refused it already */
-  if (coll_reads_alone(rw == PARIO_WRITE, f->hints.romio_cb_read, f->nodes, f->hints.cb_nodes_given)) {
-    c->why = COLL_WHY_ONE_NODE_READ;
-    PARIO_TRACE_INSTANT(PARIO_TC_COLL, "decide", "why", coll_why_name(c->why), PARIO_TA("file", f->uid),
-                        PARIO_TA("aggregate", 0), PARIO_TA("np", c->np));
-    return independently(c, s, op, rw, pos, buf, count, type, tm, bytes, 0);
-  }
   if (s->view->rep && s->view->rep->kind != PARIO_REP_EXT32) {
     /* A user-defined representation's functions convert whole items from the start of the
      * buffer; the exchange cuts the data stream anywhere. Every rank's view has the same
@@ -161,7 +158,8 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
   PARIO_TRACE_SPAN(PARIO_TC_COLL, "wait_allgather", t0, PARIO_TA("bytes", n));
   /* every rank reaches the same decision from the same data */
   int hint = rw == PARIO_WRITE ? f->hints.romio_cb_write : f->hints.romio_cb_read;
-  c->why = coll_decide(rw == PARIO_WRITE, hint, s->atomic, c->info, c->np);
+  int shared = coll_shared_cache_read(rw == PARIO_WRITE, f->hints.romio_cb_read, f->nodes, f->hints.cb_nodes_given);
+  c->why = coll_decide(rw == PARIO_WRITE, hint, s->atomic, shared, c->info, c->np, c->ranges);
   PARIO_TRACE_INSTANT(PARIO_TC_COLL, "decide", "why", coll_why_name(c->why), PARIO_TA("file", f->uid),
                       PARIO_TA("aggregate", coll_why_aggregates(c->why)), PARIO_TA("np", c->np));
   if (!coll_why_aggregates(c->why)) {

@@ -231,21 +231,32 @@ static MPI_Offset chunk_pass(const pario_coll_ctx *c, int npc, coll_cursor *cur,
   return bytes;
 }
 
+/* The pieces' cursors that have intervals left, in a heap by the start of their next one. */
+static void heap_of(pario_coll_ctx *c, int npc, const coll_cursor *cur, coll_heap *q) {
+  *q = (coll_heap){c->heap, 0};
+  for (int i = 0; i < npc; i++)
+    if (cur[i].k < c->aggr_pc[i].iv1) coll_heap_push(q, c->iv[cur[i].k].off + cur[i].skip, i);
+}
+
+/* The lowest next interval of all the pieces (q's top; q not empty): its cursor moves past it. */
+static const pario_run *heap_take(const pario_coll_ctx *c, coll_cursor *cur, coll_heap *q) {
+  coll_cursor *u = &cur[q->h[0].item];
+  const pario_run *r = &c->iv[u->k++];
+  u->skip = 0;
+  if (u->k < c->aggr_pc[q->h[0].item].iv1) coll_heap_retop(q, c->iv[u->k].off);
+  else coll_heap_pop(q);
+  return r;
+}
+
 /* 1 when the pieces' intervals from the cursors on cover [lo, hi) without a hole (the
  * intervals of one piece are sorted; pieces may overlap). Moves the cursors. */
-static int covered(const pario_coll_ctx *c, int npc, coll_cursor *cur, MPI_Offset lo, MPI_Offset hi) {
+static int covered(pario_coll_ctx *c, int npc, coll_cursor *cur, MPI_Offset lo, MPI_Offset hi) {
+  coll_heap q;
   MPI_Offset at = lo;
+  heap_of(c, npc, cur, &q);
   while (at < hi) {
-    int best = -1;
-    MPI_Offset bs = 0;
-    for (int i = 0; i < npc; i++) {
-      if (cur[i].k >= c->aggr_pc[i].iv1) continue;
-      MPI_Offset s = c->iv[cur[i].k].off + cur[i].skip;
-      if (best < 0 || s < bs) best = i, bs = s;
-    }
-    if (best < 0 || bs > at) return 0;
-    const pario_run *r = &c->iv[cur[best].k++];
-    cur[best].skip = 0;
+    if (q.n == 0 || q.h[0].key > at) return 0;
+    const pario_run *r = heap_take(c, cur, &q);
     at = PARIO_MAX(at, r->off + r->len);
   }
   return 1;
@@ -280,18 +291,12 @@ static int read_run(pario_coll_ctx *c, const coll_call *x, MPI_Offset lo, MPI_Of
  * of one piece are sorted, pieces may overlap; the cursors are a copy and move. */
 static int read_union(pario_coll_ctx *c, const coll_call *x, int npc, coll_cursor *cur, MPI_Offset lo, MPI_Offset hi) {
   MPI_Offset maxgap = c->f->hints.read_max_gap, rs = -1, re = 0;
-  for (;;) {
-    int best = -1;
-    MPI_Offset bs = 0;
-    for (int i = 0; i < npc; i++) {
-      if (cur[i].k >= c->aggr_pc[i].iv1) continue;
-      MPI_Offset s = c->iv[cur[i].k].off + cur[i].skip;
-      if (s < hi && (best < 0 || s < bs)) best = i, bs = s;
-    }
-    if (best < 0) break;
-    const pario_run *r = &c->iv[cur[best].k++];
-    cur[best].skip = 0;
-    MPI_Offset s = PARIO_MAX(bs, lo), e = PARIO_MIN(r->off + r->len, hi);
+  coll_heap q;
+  heap_of(c, npc, cur, &q);
+  while (q.n > 0 && q.h[0].key < hi) {
+    MPI_Offset s = PARIO_MAX(q.h[0].key, lo);
+    const pario_run *r = heap_take(c, cur, &q);
+    MPI_Offset e = PARIO_MIN(r->off + r->len, hi);
     if (rs >= 0 && s > re + maxgap) {
       int rc = read_run(c, x, lo, rs, re);
       if (rc != MPI_SUCCESS) return rc;

@@ -62,6 +62,8 @@ struct pario_coll_ctx {
   MPI_Request *reqs;           /* 2 np */
   MPI_Status *st;              /* 2 np */
   coll_cursor *cur;            /* 2 np */
+  coll_range *ranges;          /* np: the decision's sorted byte ranges */
+  coll_hent *heap;             /* np: the merge of the window's pieces (exchange.c) */
   /* Data buffers, grown before the rounds start. */
   char *cbuf, *stage, *pack; /* the aggregator's chunk, received data, this rank's packed data */
   size_t cbcap, stcap, pkcap;

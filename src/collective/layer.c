@@ -42,7 +42,7 @@ static void ctx_free(pario_coll_ctx *c) {
   coll_views_forget(c);
   if (c->comm != MPI_COMM_NULL) PMPI_Comm_free(&c->comm);
   void *arrays[] = {c->views, c->maps, c->node_of, c->rank_in_node, c->aggr, c->info, c->hdrs, c->cnt,
-                    c->dsp, c->bound, c->mine_pc, c->aggr_pc, c->reqs, c->st, c->cur,
+                    c->dsp, c->bound, c->mine_pc, c->aggr_pc, c->reqs, c->st, c->cur, c->ranges, c->heap,
                     c->cbuf, c->stage, c->pack, c->iv};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
   free(c);
@@ -74,9 +74,12 @@ static pario_coll_ctx *ctx_alloc(pario_file *f, int **lead) {
   c->reqs = malloc(2 * n * sizeof(MPI_Request));
   c->st = malloc(2 * n * sizeof(MPI_Status));
   c->cur = malloc(2 * n * sizeof(coll_cursor));
+  c->ranges = malloc(n * sizeof(coll_range));
+  c->heap = malloc(n * sizeof(coll_hent));
   *lead = malloc(n * sizeof(int));
   if (!c->views || !c->maps || !c->node_of || !c->rank_in_node || !c->aggr || !c->info || !c->hdrs ||
       !c->cnt || !c->dsp || !c->bound || !c->mine_pc || !c->aggr_pc || !c->reqs || !c->st || !c->cur ||
+      !c->ranges || !c->heap ||
       !*lead || (c->nomem_site == COLL_SITE_CONTEXT && c->rank == c->nomem_rank)) {
     free(*lead);
     *lead = NULL;

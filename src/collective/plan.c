@@ -103,3 +103,45 @@ void coll_plan_window(const coll_plan *p, int i, MPI_Offset k, MPI_Offset *lo, M
   *lo = PARIO_MAX(p->bound[i], base + k * p->cb);
   *hi = PARIO_MIN(p->bound[i + 1], base + (k + 1) * p->cb);
 }
+
+/* ---- the merge heap ---- */
+
+static int before(const coll_hent *a, const coll_hent *b) {
+  return a->key < b->key || (a->key == b->key && a->item < b->item);
+}
+
+static void swap_ent(coll_hent *a, coll_hent *b) {
+  coll_hent t = *a;
+  *a = *b;
+  *b = t;
+}
+
+static void sift_down(coll_heap *q, int i) {
+  for (;;) {
+    int l = 2 * i + 1, m = i;
+    if (l < q->n && before(&q->h[l], &q->h[m])) m = l;
+    if (l + 1 < q->n && before(&q->h[l + 1], &q->h[m])) m = l + 1;
+    if (m == i) return;
+    swap_ent(&q->h[i], &q->h[m]);
+    i = m;
+  }
+}
+
+void coll_heap_push(coll_heap *q, long long key, int item) {
+  int i = q->n++;
+  q->h[i] = (coll_hent){key, item};
+  while (i > 0 && before(&q->h[i], &q->h[(i - 1) / 2])) {
+    swap_ent(&q->h[i], &q->h[(i - 1) / 2]);
+    i = (i - 1) / 2;
+  }
+}
+
+void coll_heap_retop(coll_heap *q, long long key) {
+  q->h[0].key = key;
+  sift_down(q, 0);
+}
+
+void coll_heap_pop(coll_heap *q) {
+  q->h[0] = q->h[--q->n];
+  sift_down(q, 0);
+}

@@ -17,9 +17,17 @@ struct coll_info {
   long long can_read;    /* its handle can read (an aggregated write may read a window first) */
   long long sieves;      /* a write it did on its own would use data sieving */
   long long irregular;   /* its file offsets may not grow with its data (pario_view_irregular) */
+  long long through;     /* a read of it, alone or aggregated, reads through its holes: its
+                            view is contiguous or its holes are at most pario_read_max_gap (a
+                            sieving read of it would read all of [first, last)) */
 };
 enum { COLL_INFO_WORDS = sizeof(struct coll_info) / sizeof(long long) };
 _Static_assert(sizeof(struct coll_info) == COLL_INFO_WORDS * sizeof(long long), "coll_info is words");
+
+/* The file bytes [first, last) of one accessing rank, for sorting. */
+typedef struct coll_range {
+  long long first, last;
+} coll_range;
 
 /* ---- the decision (decide.c) ---- */
 
@@ -27,7 +35,8 @@ _Static_assert(sizeof(struct coll_info) == COLL_INFO_WORDS * sizeof(long long), 
 typedef enum coll_why {
   COLL_WHY_ENABLED,        /* aggregate: romio_cb_read/write = enable */
   COLL_WHY_INTERLEAVED,    /* aggregate: automatic, byte ranges interleave, small pieces */
-  COLL_WHY_ONE_NODE_READ,  /* alone: automatic read on one node, cb_nodes not given */
+  COLL_WHY_ONE_NODE_READ,  /* alone: automatic read on one node, cb_nodes not given, reading
+                              alone reads at most COLL_READ_RATIO times an aggregated read */
   COLL_WHY_NOTHING,        /* alone: no rank accesses anything */
   COLL_WHY_DISABLED,       /* alone: romio_cb_read/write = disable */
   COLL_WHY_ATOMIC,         /* alone: atomic mode (every access locked) */
@@ -43,13 +52,28 @@ typedef enum coll_why {
 static inline int coll_why_aggregates(coll_why w) { return w == COLL_WHY_ENABLED || w == COLL_WHY_INTERLEAVED; }
 const char *coll_why_name(coll_why w);
 
-/* Decided from hints every rank adopted from rank 0, before any communication: an automatic
- * collective read on one node, without a cb_nodes from the user, goes independent.
- * hint: romio_cb_read (PARIO_AUTO/ENABLE/DISABLE); nodes: nodes the file spans. */
-int coll_reads_alone(int write, int hint, int nodes, int cb_nodes_given);
+/* From hints every rank adopted from rank 0: an automatic collective read on one node, without
+ * a cb_nodes from the user, shares one page cache, and goes independent unless that would read
+ * much more of the file (coll_read_volume). hint: romio_cb_read (PARIO_AUTO/ENABLE/DISABLE);
+ * nodes: nodes the file spans. */
+int coll_shared_cache_read(int write, int hint, int nodes, int cb_nodes_given);
+/* A shared-cache read aggregates when reading alone would read more than this many times the
+ * file bytes an aggregated read reads. */
+enum { COLL_READ_RATIO = 2 };
+/* Estimated file bytes a read of every rank's access reads: *alone with each rank reading
+ * on its own (sieving through its holes: [first, last); else its bytes), *aggr with
+ * aggregators reading the union (the ranges of the ranks that read through, merged, plus the
+ * bytes of the others). scratch: np entries. */
+void coll_read_volume(const struct coll_info *info, int np, coll_range *scratch, long long *alone, long long *aggr);
+/* 1 when the byte ranges of two accessing ranks overlap. O(np log np) in any rank order: the
+ * ranges are sorted by first byte into scratch (np entries), then each compared with the
+ * furthest end before it. */
+int coll_interleaved(const struct coll_info *info, int np, coll_range *scratch);
 /* The decision from every rank's access (the same on every rank). write: 1 for writes;
- * hint: romio_cb_write or romio_cb_read; atomic: the call's atomic mode. */
-coll_why coll_decide(int write, int hint, int atomic, const struct coll_info *info, int np);
+ * hint: romio_cb_write or romio_cb_read; atomic: the call's atomic mode; shared_cache:
+ * coll_shared_cache_read; scratch: np entries. */
+coll_why coll_decide(int write, int hint, int atomic, int shared_cache, const struct coll_info *info, int np,
+                     coll_range *scratch);
 
 /* ---- aggregators, file domains, windows (plan.c) ---- */
 
@@ -87,5 +111,24 @@ void coll_span(const struct coll_info *info, int np, MPI_Offset *lo, MPI_Offset 
 void coll_plan_make(coll_plan *p, MPI_Offset lo, MPI_Offset hi);
 /* Window of domain i in round k: [*lo, *hi), empty when *lo >= *hi. */
 void coll_plan_window(const coll_plan *p, int i, MPI_Offset k, MPI_Offset *lo, MPI_Offset *hi);
+
+/* ---- merging sorted lists (plan.c) ---- */
+
+/* A binary min-heap of (key, item), ordered by key then item: the exchange merges its pieces'
+ * sorted file intervals with it, taking the lowest next interval in O(log pieces) instead of
+ * scanning every piece. h: room for as many entries as items. */
+typedef struct coll_hent {
+  long long key;
+  int item;
+} coll_hent;
+typedef struct coll_heap {
+  coll_hent *h; /* h[0] is the smallest when n > 0 */
+  int n;
+} coll_heap;
+void coll_heap_push(coll_heap *q, long long key, int item);
+/* The smallest entry's key becomes key (not smaller than it was: its list is sorted). */
+void coll_heap_retop(coll_heap *q, long long key);
+/* Remove the smallest entry. */
+void coll_heap_pop(coll_heap *q);
 
 #endif

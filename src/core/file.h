@@ -140,6 +140,8 @@ int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, 
 int pario_access_submit(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
                         MPI_Count count, MPI_Datatype type, void (*done)(void *arg, int code, MPI_Count bytes),
                         void *arg);
+/* 1 when a read of n bytes through view v would use data sieving. */
+int pario_sieves_read(const pario_file *f, const pario_view *v, MPI_Offset n);
 /* 1 when a write of n bytes through view v would use data sieving. */
 int pario_sieves_write(const pario_file *f, const pario_view *v, MPI_Offset n);
 /* Check arguments of a data access against view v; returns an error code or MPI_SUCCESS. */

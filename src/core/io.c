@@ -593,7 +593,7 @@ int pario_access_submit(pario_file *f, const pario_snap *s, const char *op, int 
   return e == 0;
 }
 
-static int sieving_read(const pario_file *f, const pario_view *v, MPI_Offset n) {
+int pario_sieves_read(const pario_file *f, const pario_view *v, MPI_Offset n) {
   return !v->contiguous && f->hints.romio_ds_read != PARIO_DISABLE &&
          f->hints.ind_rd_buffer_size > 0 && n > 0;
 }
@@ -629,7 +629,7 @@ static int transfer(pario_file *f, const pario_view *v, int locked, const char *
     pthread_rwlock_rdlock(&f->rmw_lock);
     rc = list_access(f, op, rw, &fc, mc, n, done);
     pthread_rwlock_unlock(&f->rmw_lock);
-  } else if (rw == PARIO_READ && (!sieving_read(f, v, n) || pario_view_irregular(v, pos, n))) {
+  } else if (rw == PARIO_READ && (!pario_sieves_read(f, v, n) || pario_view_irregular(v, pos, n))) {
     how = "direct";
     rc = walk(f, op, rw, &fc, mc, n, done, 0);
   } else if (rw == PARIO_READ && !f->hints.direct_io && pitch(fc, n) >= SCATTER_PITCH) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "collective/plan.h"
 #include "collective/runs.h"
@@ -120,7 +121,58 @@ static struct coll_info acc(long long first, long long last, long long piece) {
                             .can_read = 1};
 }
 
+/* HPIO's read: np ranks, count pieces of size bytes each, every spacing bytes apart, the ranks'
+ * pieces interleaved; through: their holes (np * (size + spacing) - size) are read through. */
+static void hpio(struct coll_info *in, int np, long long size, long long spacing, long long count, int through) {
+  long long period = size + spacing;
+  for (int r = 0; r < np; r++) {
+    in[r] = acc(r * period, ((count - 1) * np + r) * period + size, size);
+    in[r].n = count * size;
+    in[r].through = through;
+  }
+}
+
+/* One-node reads: independent unless that reads more than COLL_READ_RATIO times an
+ * aggregated read (volumes estimated from the ranks' ranges). */
+static void read_volumes(void) {
+  struct coll_info in[8];
+  coll_range sc[8];
+  long long alone, aggr;
+  for (int np = 2; np <= 8; np *= 2) { /* 32-byte pieces, 128-byte gaps: 5 x np alone, 5 aggregated */
+    hpio(in, np, 32, 128, 1000, 1);
+    coll_read_volume(in, np, sc, &alone, &aggr);
+    long long span = (1000LL * np - 1) * 160 + 32, wantalone = 0;
+    for (int r = 0; r < np; r++) wantalone += in[r].last - in[r].first;
+    CHECK(alone == wantalone && aggr == span, "hpio np %d: alone %lld (want %lld), aggregated %lld (want %lld)", np,
+          alone, wantalone, aggr, span);
+    coll_why w = coll_decide(0, PARIO_AUTO, 0, 1, in, np, sc);
+    CHECK(w == (np == 2 ? COLL_WHY_ONE_NODE_READ : COLL_WHY_INTERLEAVED), "hpio np %d: %s", np, coll_why_name(w));
+    CHECK(coll_decide(0, PARIO_AUTO, 0, 0, in, np, sc) == COLL_WHY_INTERLEAVED, "across nodes np %d aggregates", np);
+    hpio(in, np, 32, 128, 1000, 0); /* holes too wide to read through: every path reads the pieces */
+    coll_read_volume(in, np, sc, &alone, &aggr);
+    CHECK(alone == np * 32000LL && aggr == alone, "wide holes np %d: %lld %lld", np, alone, aggr);
+    CHECK(coll_decide(0, PARIO_AUTO, 0, 1, in, np, sc) == COLL_WHY_ONE_NODE_READ, "wide holes np %d alone", np);
+  }
+  /* blocks, out of rank order, with a gap, one rank empty (its stale range counts for nothing),
+   * one rank that reads only its pieces (its bytes, in both) */
+  struct coll_info b[5] = {acc(300, 400, 1), acc(0, 100, 1), {.first = 0, .last = 1 << 30}, acc(100, 250, 1),
+                           acc(1000, 5000, 1)};
+  for (int r = 0; r < 5; r++) b[r].through = r != 4;
+  b[4].n = 10;
+  coll_read_volume(b, 5, sc, &alone, &aggr);
+  CHECK(alone == 100 + 100 + 150 + 10 && aggr == alone, "blocks: alone %lld, aggregated %lld", alone, aggr);
+  /* nested and overlapping ranges merge: [0, 1000) holds [10, 20); [900, 1200) extends it */
+  struct coll_info o[3] = {acc(10, 20, 1), acc(0, 1000, 1), acc(900, 1200, 1)};
+  for (int r = 0; r < 3; r++) o[r].through = 1;
+  coll_read_volume(o, 3, sc, &alone, &aggr);
+  CHECK(alone == 10 + 1000 + 300 && aggr == 1200, "nested: alone %lld, aggregated %lld", alone, aggr);
+  CHECK(coll_decide(0, PARIO_AUTO, 0, 1, o, 3, sc) == COLL_WHY_ONE_NODE_READ, "1310 <= 2 x 1200: alone");
+  CHECK(coll_decide(0, PARIO_ENABLE, 0, 1, o, 3, sc) == COLL_WHY_ENABLED, "enable still aggregates");
+  CHECK(coll_decide(0, PARIO_DISABLE, 0, 1, o, 3, sc) == COLL_WHY_DISABLED, "disable");
+}
+
 static void span_and_decision(void) {
+  coll_range sc[4];
   /* rank 1 accesses nothing: its (stale) range counts for nothing */
   struct coll_info in[4] = {acc(100, 200, 10), {.first = 0, .last = 5000, .can_read = 1}, acc(150, 300, 10),
                             acc(400, 500, 10)};
@@ -130,29 +182,29 @@ static void span_and_decision(void) {
   struct coll_info none[2] = {{.can_read = 1}, {.can_read = 1}};
   coll_span(none, 2, &lo, &hi);
   CHECK(lo >= hi, "nobody accesses anything: empty span");
-  CHECK(coll_decide(1, PARIO_ENABLE, 0, none, 2) == COLL_WHY_NOTHING, "nothing");
-  CHECK(coll_decide(1, PARIO_AUTO, 0, in, 4) == COLL_WHY_INTERLEAVED, "interleaved small pieces");
-  CHECK(coll_decide(1, PARIO_DISABLE, 0, in, 4) == COLL_WHY_DISABLED, "disabled");
-  CHECK(coll_decide(1, PARIO_ENABLE, 1, in, 4) == COLL_WHY_ATOMIC, "atomic");
+  CHECK(coll_decide(1, PARIO_ENABLE, 0, 0, none, 2, sc) == COLL_WHY_NOTHING, "nothing");
+  CHECK(coll_decide(1, PARIO_AUTO, 0, 0, in, 4, sc) == COLL_WHY_INTERLEAVED, "interleaved small pieces");
+  CHECK(coll_decide(1, PARIO_DISABLE, 0, 0, in, 4, sc) == COLL_WHY_DISABLED, "disabled");
+  CHECK(coll_decide(1, PARIO_ENABLE, 1, 0, in, 4, sc) == COLL_WHY_ATOMIC, "atomic");
   in[1].can_read = 0; /* even an empty rank that cannot read stops an aggregated write */
-  CHECK(coll_decide(1, PARIO_ENABLE, 0, in, 4) == COLL_WHY_WRITE_ONLY, "write-only rank");
-  CHECK(coll_decide(0, PARIO_ENABLE, 0, in, 4) == COLL_WHY_ENABLED, "reads need no read access");
+  CHECK(coll_decide(1, PARIO_ENABLE, 0, 0, in, 4, sc) == COLL_WHY_WRITE_ONLY, "write-only rank");
+  CHECK(coll_decide(0, PARIO_ENABLE, 0, 0, in, 4, sc) == COLL_WHY_ENABLED, "reads need no read access");
   in[1].can_read = 1;
   struct coll_info blocks[3] = {acc(0, 100, 1), acc(100, 200, 1), acc(200, 300, 1)};
-  CHECK(coll_decide(1, PARIO_AUTO, 0, blocks, 3) == COLL_WHY_DISJOINT, "blocks in rank order");
+  CHECK(coll_decide(1, PARIO_AUTO, 0, 0, blocks, 3, sc) == COLL_WHY_DISJOINT, "blocks in rank order");
   struct coll_info shuffled[3] = {acc(200, 300, 1), acc(0, 100, 1), acc(100, 200, 1)};
-  CHECK(coll_decide(1, PARIO_AUTO, 0, shuffled, 3) == COLL_WHY_DISJOINT, "blocks out of rank order");
-  CHECK(coll_decide(1, PARIO_ENABLE, 0, shuffled, 3) == COLL_WHY_ENABLED, "enabled");
+  CHECK(coll_decide(1, PARIO_AUTO, 0, 0, shuffled, 3, sc) == COLL_WHY_DISJOINT, "blocks out of rank order");
+  CHECK(coll_decide(1, PARIO_ENABLE, 0, 0, shuffled, 3, sc) == COLL_WHY_ENABLED, "enabled");
   struct coll_info big[2] = {acc(0, 8 << 20, 1 << 20), acc(4 << 20, 12 << 20, 2 << 20)};
-  CHECK(coll_decide(1, PARIO_AUTO, 0, big, 2) == COLL_WHY_LARGE_PIECES, "large pieces");
+  CHECK(coll_decide(1, PARIO_AUTO, 0, 0, big, 2, sc) == COLL_WHY_LARGE_PIECES, "large pieces");
   big[1].avg_piece = 1000;
-  CHECK(coll_decide(1, PARIO_AUTO, 0, big, 2) == COLL_WHY_INTERLEAVED, "one rank's small pieces");
+  CHECK(coll_decide(1, PARIO_AUTO, 0, 0, big, 2, sc) == COLL_WHY_INTERLEAVED, "one rank's small pieces");
   struct coll_info one[2] = {acc(0, 100, 1), {.can_read = 1}};
-  CHECK(coll_decide(1, PARIO_AUTO, 0, one, 2) == COLL_WHY_ONE_RANK, "one active rank");
-  CHECK(coll_decide(1, PARIO_AUTO, 0, one, 1) == COLL_WHY_ONE_RANK, "one rank");
-  CHECK(coll_reads_alone(0, PARIO_AUTO, 1, 0) && !coll_reads_alone(1, PARIO_AUTO, 1, 0) &&
-            !coll_reads_alone(0, PARIO_AUTO, 2, 0) && !coll_reads_alone(0, PARIO_AUTO, 1, 1) &&
-            !coll_reads_alone(0, PARIO_ENABLE, 1, 0), "reads alone on one node");
+  CHECK(coll_decide(1, PARIO_AUTO, 0, 0, one, 2, sc) == COLL_WHY_ONE_RANK, "one active rank");
+  CHECK(coll_decide(1, PARIO_AUTO, 0, 0, one, 1, sc) == COLL_WHY_ONE_RANK, "one rank");
+  CHECK(coll_shared_cache_read(0, PARIO_AUTO, 1, 0) && !coll_shared_cache_read(1, PARIO_AUTO, 1, 0) &&
+            !coll_shared_cache_read(0, PARIO_AUTO, 2, 0) && !coll_shared_cache_read(0, PARIO_AUTO, 1, 1) &&
+            !coll_shared_cache_read(0, PARIO_ENABLE, 1, 0), "reads on one node share a cache");
   CHECK(coll_why_aggregates(COLL_WHY_ENABLED) && coll_why_aggregates(COLL_WHY_INTERLEAVED) &&
             !coll_why_aggregates(COLL_WHY_DISJOINT), "which reasons aggregate");
   for (int w = 0; w < COLL_WHY_COUNT; w++) CHECK(strcmp(coll_why_name((coll_why)w), "?"), "reason %d named", w);
@@ -191,12 +243,128 @@ static void runs_codec(void) {
   CHECK(!coll_runs_decode(bad, 3, &r, 1), "unknown form refused");
 }
 
+/* A small deterministic generator (the tests repeat exactly). */
+static unsigned long long rng = 88172645463325252ull;
+static long long rnd(long long n) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (long long)(rng % (unsigned long long)n);
+}
+
+static double seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* The pairwise definition the sort-based test must agree with. */
+static int overlap_brute(const struct coll_info *in, int np) {
+  for (int r = 0; r < np; r++)
+    for (int q = r + 1; q < np; q++)
+      if (in[r].n > 0 && in[q].n > 0 && in[r].first < in[q].last && in[q].first < in[r].last) return 1;
+  return 0;
+}
+
+static void interleaving(void) {
+  enum { BIG = 1 << 18 };
+  struct coll_info *in = calloc(BIG, sizeof *in);
+  coll_range *sc = malloc(BIG * sizeof *sc);
+  /* random small cases, disjoint and not, empty ranks among them, against the definition */
+  for (int t = 0; t < 20000; t++) {
+    int np = 1 + (int)rnd(9);
+    long long at = 0;
+    for (int r = 0; r < np; r++) { /* disjoint blocks (some touching), then shuffled */
+      at += rnd(3);
+      long long len = 1 + rnd(5);
+      in[r] = acc(at, at + len, 1);
+      at += len;
+      if (rnd(4) == 0) in[r].n = 0, in[r].first = rnd(40), in[r].last = in[r].first + 100; /* stale range */
+    }
+    for (int r = np - 1; r > 0; r--) {
+      int q = (int)rnd(r + 1);
+      struct coll_info x = in[r];
+      in[r] = in[q], in[q] = x;
+    }
+    if (t % 2 && np > 1) { /* half the cases: stretch one range, maybe over another */
+      int r = (int)rnd(np);
+      if (in[r].n > 0) in[r].last += rnd(8);
+    }
+    int want = overlap_brute(in, np), got = coll_interleaved(in, np, sc);
+    if (got != want) {
+      CHECK(0, "case %d: interleaved %d, pairwise %d", t, got, want);
+      break;
+    }
+  }
+  /* adversarial orders at scale: disjoint blocks in reverse rank order, and every other rank
+   * swapped, took np^2/2 comparisons (3.4e10 here) before the sort */
+  for (int r = 0; r < BIG; r++) in[r] = acc((long long)(BIG - 1 - r) * 10, (long long)(BIG - r) * 10, 1);
+  double t0 = seconds();
+  int rev = coll_interleaved(in, BIG, sc);
+  for (int r = 0; r + 1 < BIG; r += 2) in[r] = acc((long long)(r + 1) * 10, (long long)(r + 2) * 10, 1),
+                                       in[r + 1] = acc((long long)r * 10, (long long)(r + 1) * 10, 1);
+  int swapped = coll_interleaved(in, BIG, sc);
+  double dt = seconds() - t0;
+  CHECK(!rev && !swapped, "disjoint blocks out of order: interleaved %d, %d", rev, swapped);
+  CHECK(dt < 2.0, "%d disjoint ranges out of rank order took %.2f s (quadratic?)", BIG, dt);
+  /* an overlap that only the last pair shows, and one range that contains all others */
+  in[BIG - 1].last += 5; /* [(BIG-2)*10, (BIG-1)*10 + 5) reaches into rank BIG-2's range */
+  CHECK(coll_interleaved(in, BIG, sc), "overlap of one pair among %d", BIG);
+  in[0] = acc(0, (long long)BIG * 10, 1);
+  CHECK(coll_interleaved(in, BIG, sc), "one range over all others");
+  free(in);
+  free(sc);
+}
+
+/* The merge heap against a sort: lists of sorted keys merged by always taking the smallest. */
+static void merging(void) {
+  enum { LISTS = 3000, MAXLEN = 20 };
+  long long *key = malloc(sizeof(long long) * LISTS * MAXLEN), *out = malloc(sizeof(long long) * LISTS * MAXLEN);
+  int len[LISTS], at[LISTS];
+  coll_hent *h = malloc(sizeof *h * LISTS);
+  for (int shape = 0; shape < 4; shape++) {
+    long long total = 0;
+    for (int i = 0; i < LISTS; i++) {
+      len[i] = shape == 2 ? (i == 0 ? MAXLEN : 1) : (int)rnd(MAXLEN + 1);
+      long long k = shape == 1 ? (long long)(LISTS - i) * 1000 : rnd(50); /* lists in reverse order */
+      for (int j = 0; j < len[i]; j++) {
+        k += shape == 3 ? 0 : rnd(30); /* shape 3: every key equal within a list */
+        key[i * MAXLEN + j] = k;
+      }
+      total += len[i];
+    }
+    coll_heap q = {h, 0};
+    for (int i = 0; i < LISTS; i++)
+      if ((at[i] = 0) < len[i]) coll_heap_push(&q, key[i * MAXLEN], i);
+    long long n = 0, sorted = 1, last = -1, prev_item = -1;
+    while (q.n > 0) {
+      int i = q.h[0].item;
+      long long k = q.h[0].key;
+      sorted &= k > last || (k == last && i > prev_item) || (k == last && i == prev_item);
+      last = k, prev_item = i;
+      out[n++] = k;
+      if (++at[i] < len[i]) coll_heap_retop(&q, key[i * MAXLEN + at[i]]);
+      else coll_heap_pop(&q);
+    }
+    long long sum_in = 0, sum_out = 0;
+    for (int i = 0; i < LISTS; i++)
+      for (int j = 0; j < len[i]; j++) sum_in += key[i * MAXLEN + j];
+    for (long long j = 0; j < n; j++) sum_out += out[j];
+    CHECK(n == total && sum_in == sum_out, "shape %d: merged %lld of %lld keys", shape, n, total);
+    CHECK(sorted, "shape %d: keys (then lists) not taken in order", shape);
+  }
+  free(key);
+  free(out);
+  free(h);
+}
+
 int main(void) {
   node_map();
   aggregators();
   plans();
   span_and_decision();
+  read_volumes();
   runs_codec();
+  interleaving();
+  merging();
   printf("collplan: %d checks, %d failures\n", checks, failures);
   return failures != 0;
 }

@@ -48,6 +48,8 @@ static void print_version(void) {
            OMPI_RELEASE_VERSION);
 #elif defined(MPICH_VERSION)
   snprintf(mpi, sizeof mpi, "MPICH %s", MPICH_VERSION);
+#elif defined(MPI_ABI_VERSION) /* names no implementation: any MPI of the ABI runs it */
+  snprintf(mpi, sizeof mpi, "the MPI standard ABI %d.%d", MPI_ABI_VERSION, MPI_ABI_SUBVERSION);
 #else
   snprintf(mpi, sizeof mpi, "an MPI-%d.%d library", MPI_VERSION, MPI_SUBVERSION);
 #endif

@@ -7,7 +7,9 @@
 #                            is detected (ParioMPI.cmake).
 # A CMAKE_C_COMPILER given on the command line is used as it is; it must be an MPI wrapper.
 if(NOT CMAKE_C_COMPILER)
-  if(NOT PARIO_MPI STREQUAL "auto")
+  if(PARIO_MPI STREQUAL "abi")  # the MPI standard ABI's wrapper (MPICH 5's; cmake/ParioABI.cmake)
+    find_program(PARIO_MPICC NAMES mpicc_abi)
+  elseif(NOT PARIO_MPI STREQUAL "auto")
     find_program(PARIO_MPICC NAMES mpicc.${PARIO_MPI})
   endif()
   if(PARIO_MPICC AND NOT PARIO_MPI STREQUAL "auto")

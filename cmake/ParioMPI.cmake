@@ -3,7 +3,7 @@
 # package tells users to build and run with: names, not paths of this machine), PARIO_RUN
 # (the launcher of every MPI test: PARIO_RUN NP [--pario LIB] PROGRAM ARGS..., see
 # scripts/mpirun.sh) and, when the flavour was detected, PARIO_MPI itself (a normal variable
-# over the cache entry "auto"), so the rest of the build only ever sees openmpi or mpich.
+# over the cache entry "auto"), so the rest of the build only ever sees openmpi, mpich or abi.
 #
 # Two ways (see ParioCompiler.cmake for the compiler):
 #  * Debian's side-by-side names: the compiler is mpicc.<flavour>, the launcher
@@ -32,7 +32,11 @@ else()
   string(REGEX REPLACE "^mpicc" "" _pario_suffix "${PARIO_MPICC_NAME}")
   if(NOT DEFINED MPIEXEC_EXECUTABLE AND _pario_suffix)
     get_filename_component(_pario_ccdir "${CMAKE_C_COMPILER}" DIRECTORY)
-    find_program(MPIEXEC_EXECUTABLE NAMES mpiexec${_pario_suffix} HINTS ${_pario_ccdir} NO_DEFAULT_PATH)
+    set(_pario_names mpiexec${_pario_suffix})
+    if(_pario_suffix STREQUAL "_abi")  # MPICH's mpicc_abi: its MPI's own launcher beside it
+      list(APPEND _pario_names mpiexec)
+    endif()
+    find_program(MPIEXEC_EXECUTABLE NAMES ${_pario_names} HINTS ${_pario_ccdir} NO_DEFAULT_PATH)
     if(NOT MPIEXEC_EXECUTABLE)
       unset(MPIEXEC_EXECUTABLE CACHE)
     endif()
@@ -43,7 +47,10 @@ else()
   endif()
   check_symbol_exists(OMPI_MAJOR_VERSION "mpi.h" PARIO_MPI_H_OPENMPI)
   check_symbol_exists(MPICH_VERSION "mpi.h" PARIO_MPI_H_MPICH)
-  if(PARIO_MPI_H_OPENMPI)
+  check_symbol_exists(MPI_ABI_VERSION "mpi.h" PARIO_MPI_H_ABI)  # the MPI standard ABI: ParioABI.cmake
+  if(PARIO_MPI_H_ABI)
+    set(_pario_found abi)
+  elseif(PARIO_MPI_H_OPENMPI)
     set(_pario_found openmpi)
   elseif(PARIO_MPI_H_MPICH)
     set(_pario_found mpich)
@@ -58,19 +65,28 @@ else()
   endif()
   set(PARIO_MPI ${_pario_found})
   set(PARIO_MPIEXEC ${MPIEXEC_EXECUTABLE})
+  set(_pario_launch ${PARIO_MPI})  # the scripts/mpirun.sh flavour; abi: its launcher's
+  if(PARIO_MPI STREQUAL "abi")
+    include(${CMAKE_CURRENT_LIST_DIR}/ParioABI.cmake)
+  endif()
   message(STATUS "pario: ${PARIO_MPI} (MPI ${MPI_C_VERSION}) through FindMPI: ${CMAKE_C_COMPILER}, "
                  "${PARIO_MPIEXEC}")
   # scripts/mpirun.sh launches mpiexec.<flavour>: give it this MPI's launcher under that name.
   set(_pario_bin ${CMAKE_BINARY_DIR}/mpi-launcher)
   file(MAKE_DIRECTORY ${_pario_bin})
-  file(CREATE_LINK ${PARIO_MPIEXEC} ${_pario_bin}/mpiexec.${PARIO_MPI} SYMBOLIC)
+  # A script, not a symbolic link: MPICH's Hydra looks for hydra_pmi_proxy beside the path it
+  # was started as, so it must be started under its own.
+  file(CONFIGURE OUTPUT ${_pario_bin}/mpiexec.${_pario_launch} @ONLY CONTENT
+"#!/bin/sh
+exec \"${PARIO_MPIEXEC}\" \"\$@\"
+")
   file(CONFIGURE OUTPUT ${_pario_bin}/pario-mpirun @ONLY CONTENT
 "#!/bin/sh
-# scripts/mpirun.sh ${PARIO_MPI} with this build's MPI launcher (${PARIO_MPIEXEC}).
+# scripts/mpirun.sh ${_pario_launch} with this build's MPI launcher (${PARIO_MPIEXEC}).
 PATH=\"${_pario_bin}:\$PATH\"; export PATH
-exec \"${CMAKE_SOURCE_DIR}/scripts/mpirun.sh\" ${PARIO_MPI} \"\$@\"
+exec \"${CMAKE_SOURCE_DIR}/scripts/mpirun.sh\" ${_pario_launch} \"\$@\"
 ")
-  file(CHMOD ${_pario_bin}/pario-mpirun PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE
+  file(CHMOD ${_pario_bin}/pario-mpirun ${_pario_bin}/mpiexec.${_pario_launch} PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE
        GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
   set(PARIO_RUN ${_pario_bin}/pario-mpirun)
 endif()

@@ -66,23 +66,45 @@ PARIO_EXPORT int PMPI_File_call_errhandler(MPI_File fh, int errorcode) {
 }
 PARIO_WEAK_ALIAS(MPI_File_call_errhandler)
 
-/* c2f and f2c return handles, not error codes: their spans carry rc 0 and the Fortran handle. */
-PARIO_EXPORT MPI_Fint PMPI_File_c2f(MPI_File file) {
+/* c2f and f2c return handles, not error codes: their spans carry rc 0 and the Fortran handle.
+ * The MPI standard ABI (mpi_abi.h) has no MPI_Fint and no c2f/f2c in C; its MPI_File_toint and
+ * MPI_File_fromint convert to and from int. There MPI_FILE_NULL's int is the constant's value
+ * (0x118) and an open file's is pario's Fortran handle above ABI_INT_BASE, clear of the values
+ * the ABI gives predefined handles (as MPICH 5 numbers its own, from 0x1001). */
+#ifdef MPI_ABI_VERSION
+#define ABI_INT_BASE 0x1000
+#define NULL_INT ((int)(intptr_t)MPI_FILE_NULL)
+#else
+#define ABI_INT_BASE 0
+#define NULL_INT 0
+#endif
+
+static int file_to_int(const char *op, MPI_File file) {
   uint64_t t0 = PARIO_TRACE_T0();
   int valid = file != MPI_FILE_NULL && pario_registry_valid(file);
-  MPI_Fint fint = valid ? (MPI_Fint)pario_file_of(file)->fint : 0;
-  PARIO_TRACE_SPAN(PARIO_TC_API, "MPI_File_c2f", t0, PARIO_TA("file", valid ? pario_file_of(file)->uid : 0),
+  int fint = valid ? pario_file_of(file)->fint + ABI_INT_BASE : NULL_INT;
+  PARIO_TRACE_SPAN(PARIO_TC_API, op, t0, PARIO_TA("file", valid ? pario_file_of(file)->uid : 0),
                    PARIO_TA("rc", 0), PARIO_TA("fint", fint));
   return fint;
 }
-PARIO_WEAK_ALIAS(MPI_File_c2f)
 
-PARIO_EXPORT MPI_File PMPI_File_f2c(MPI_Fint file) {
+static MPI_File file_from_int(const char *op, int fint) {
   uint64_t t0 = PARIO_TRACE_T0();
-  MPI_File fh = pario_registry_f2c((int)file);
-  PARIO_TRACE_SPAN(PARIO_TC_API, "MPI_File_f2c", t0,
+  MPI_File fh = fint > ABI_INT_BASE ? pario_registry_f2c(fint - ABI_INT_BASE) : MPI_FILE_NULL;
+  PARIO_TRACE_SPAN(PARIO_TC_API, op, t0,
                    PARIO_TA("file", fh != MPI_FILE_NULL ? pario_file_of(fh)->uid : 0), PARIO_TA("rc", 0),
-                   PARIO_TA("fint", file));
+                   PARIO_TA("fint", fint));
   return fh;
 }
+
+#ifdef MPI_ABI_VERSION
+PARIO_EXPORT int PMPI_File_toint(MPI_File file) { return file_to_int("MPI_File_toint", file); }
+PARIO_WEAK_ALIAS(MPI_File_toint)
+PARIO_EXPORT MPI_File PMPI_File_fromint(int file) { return file_from_int("MPI_File_fromint", file); }
+PARIO_WEAK_ALIAS(MPI_File_fromint)
+#else
+PARIO_EXPORT MPI_Fint PMPI_File_c2f(MPI_File file) { return (MPI_Fint)file_to_int("MPI_File_c2f", file); }
+PARIO_WEAK_ALIAS(MPI_File_c2f)
+PARIO_EXPORT MPI_File PMPI_File_f2c(MPI_Fint file) { return file_from_int("MPI_File_f2c", (int)file); }
 PARIO_WEAK_ALIAS(MPI_File_f2c)
+#endif

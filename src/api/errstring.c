@@ -1,10 +1,11 @@
-/* MPI_Error_string for pario's error codes on MPICH. MPICH 4.0 gives a dynamic code added to
- * a predefined class (MPI_Add_error_code) the right class but prints an unrelated internal
- * message for it, so pario answers for its own codes and forwards every other code to the
- * host MPI. Open MPI prints added strings correctly and does not need this. */
+/* MPI_Error_string for pario's error codes, on every MPI. MPICH (4.0 and 5.0) gives a dynamic
+ * code added to a predefined class (MPI_Add_error_code) the right class but prints an
+ * unrelated internal message for it; Open MPI prints the added string. Which one serves the
+ * process is known only at run time (one libpario of the MPI standard ABI build serves both
+ * kinds), so pario answers for its own codes itself, with the text it also gave
+ * MPI_Add_error_string, and forwards every other code to the host MPI. */
 #include "core/common.h"
 
-#if defined(MPICH)
 #include <dlfcn.h>
 #include <stdio.h>
 
@@ -21,4 +22,3 @@ PARIO_EXPORT int PMPI_Error_string(int errorcode, char *string, int *resultlen) 
   return host(errorcode, string, resultlen);
 }
 PARIO_WEAK_ALIAS(MPI_Error_string)
-#endif

@@ -12,6 +12,9 @@
 #define PARIO_WEAK_ALIAS(name) \
   extern __typeof__(P##name) name __attribute__((weak, alias("P" #name))) PARIO_EXPORT;
 
+/* The header declares the MPI-4 large-count (_c) functions: pario then exports its own _c
+ * MPI-IO functions. Whether the host library has the _c datatype queries pario calls itself
+ * is decided at run time (pario_host_large_count). */
 #if MPI_VERSION >= 4
 #define PARIO_HAVE_LARGE_COUNT 1
 #endif
@@ -42,6 +45,23 @@ int pario_errno_class(int syserr);
 
 /* Error class of any code (pario's or the host MPI's). */
 int pario_err_class(int code);
+
+/* The host MPI, decided at run time (core/hostmpi.c), so that one libpario serves every MPI
+ * its build can be loaded with (the MPI standard ABI build serves several). */
+enum { PARIO_HOST_OTHER, PARIO_HOST_OPENMPI, PARIO_HOST_MPICH, PARIO_HOST_IMPI };
+/* Which implementation MPI_Get_library_version names (callable before MPI_Init). */
+int pario_host_mpi(void);
+/* Its name as pario.h's pario_mpi_host() gives it: "openmpi", "mpich", "impi" or "other". */
+const char *pario_host_mpi_name(void);
+/* 1 when the host library has the MPI-4 large-count datatype queries (MPI_Type_get_envelope_c,
+ * MPI_Type_get_contents_c), whatever the header pario was built with declared. */
+int pario_host_large_count(void);
+/* MPI_Type_get_envelope / MPI_Type_get_contents with every count an MPI_Count: the
+ * large-count queries where the host has them (nc: the number of large counts), else the
+ * MPI-3 ones (nc is 0). contents takes the counts envelope gave and fills counts[0..nc). */
+int pario_type_envelope(MPI_Datatype t, MPI_Count *ni, MPI_Count *na, MPI_Count *nc, MPI_Count *nd, int *comb);
+int pario_type_contents(MPI_Datatype t, MPI_Count ni, MPI_Count na, MPI_Count nc, MPI_Count nd, int *ints,
+                        MPI_Aint *addrs, MPI_Count *counts, MPI_Datatype *types);
 
 /* Diagnostics level from PARIO_LOG (0 = silent, default); messages go to stderr. */
 int pario_log_level(void);

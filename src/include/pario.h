@@ -10,8 +10,13 @@ extern "C" {
 /* Version string of the pario library, e.g. "0.1.0". */
 const char *pario_version(void);
 
-/* Name of the MPI flavour pario was built against: "openmpi" or "mpich". */
+/* Name of the MPI flavour pario was built against: "openmpi" or "mpich", or "abi" for a
+ * build against the MPI standard ABI (mpi_abi.h), which serves any MPI implementing it. */
 const char *pario_mpi_flavour(void);
+
+/* The MPI implementation serving this process, asked at run time (MPI_Get_library_version;
+ * callable before MPI_Init): "openmpi", "mpich", "impi" (Intel MPI) or "other". */
+const char *pario_mpi_host(void);
 
 /* The Adler-32 ("adler32") or CRC32C ("crc32c") checksum of len bytes of an open file from
  * offset (len 0: to the end of file), in *value; *bytes says how many bytes it covers (fewer

@@ -129,8 +129,9 @@ int pario_sharedfp_one_kernel(const pario_file *f) {
 /* Whether the MPI serves rma's remote atomics in software at rank 0: MPICH 4.0 (ch4:ucx) runs
  * them as active messages there; Open MPI's one-sided components complete them without the
  * target (measured: rma's multi-node form kept pace with lockedfile at 4 ranks on 2 cores,
- * docs/sharedfp.md). pario is built for one MPI, so every rank answers alike. */
-static int atomics_wait_for_rank0(void) { return !strcmp(PARIO_MPI_FLAVOUR, "mpich"); }
+ * docs/sharedfp.md). Asked of the MPI at run time (one job runs one MPI, so every rank
+ * answers alike). */
+static int atomics_wait_for_rank0(void) { return pario_host_mpi() == PARIO_HOST_MPICH; }
 
 /* auto across nodes for a sequential file (collective; the same answer on every rank):
  * lockedfile instead of rma where its locks work and either the file system is local (the

@@ -2,6 +2,7 @@
  * derived types with their external32 layout (datarep.h says what and why). */
 #include "view/datarep.h"
 #include "core/common.h"
+#include "view/typemap.h"
 
 #include <float.h>
 #include <limits.h>
@@ -178,18 +179,6 @@ static int f90_conv(MPI_Datatype t, int comb, pario_ext32_conv *cv) {
   return MPI_SUCCESS;
 }
 
-static int combiner(MPI_Datatype t) {
-  int comb;
-#ifdef PARIO_HAVE_LARGE_COUNT
-  MPI_Count ni, na, nc, nd;
-  if (PMPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &comb) != MPI_SUCCESS) return -1;
-#else
-  int ni, na, nd;
-  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS) return -1;
-#endif
-  return comb;
-}
-
 static int is_f90(int comb) {
   return comb == MPI_COMBINER_F90_REAL || comb == MPI_COMBINER_F90_COMPLEX ||
          comb == MPI_COMBINER_F90_INTEGER;
@@ -210,7 +199,7 @@ static int resolve(MPI_Datatype t, pario_ext32_conv *cv, const pair **pp) {
       *pp = &pairs[i];
       return pairs[i].ok ? MPI_SUCCESS : MPI_ERR_UNSUPPORTED_DATAREP;
     }
-  int comb = combiner(t);
+  int comb = pario_type_combiner(t);
   if (is_f90(comb)) return f90_conv(t, comb, cv);
   /* another predefined type (MPI_LB, MPI_2COMPLEX, ...) has no external32 form here */
   return comb == MPI_COMBINER_NAMED ? MPI_ERR_UNSUPPORTED_DATAREP : MPI_ERR_TYPE;
@@ -669,7 +658,7 @@ typedef struct args {
 
 static void args_free(args *a) {
   for (int i = 0; a->T && i < a->nt; i++) {
-    int comb = combiner(a->T[i]);
+    int comb = pario_type_combiner(a->T[i]);
     if (comb != MPI_COMBINER_NAMED && !is_f90(comb)) PMPI_Type_free(&a->T[i]);
   }
   free(a->I);
@@ -679,13 +668,8 @@ static void args_free(args *a) {
 
 static int args_get(MPI_Datatype t, args *a) {
   memset(a, 0, sizeof *a);
-#ifdef PARIO_HAVE_LARGE_COUNT
   MPI_Count ni, na, nc, nd;
-  if (PMPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &a->comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
-#else
-  int ni, na, nd, nc = 0;
-  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &a->comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
-#endif
+  if (pario_type_envelope(t, &ni, &na, &nc, &nd, &a->comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
   if (a->comb == MPI_COMBINER_NAMED || is_f90(a->comb)) return MPI_SUCCESS;
   int *in = malloc(sizeof(int) * (size_t)(ni + 1));
   MPI_Aint *ad = malloc(sizeof(MPI_Aint) * (size_t)(na + 1));
@@ -694,12 +678,8 @@ static int args_get(MPI_Datatype t, args *a) {
   a->A = malloc(sizeof(MPI_Offset) * (size_t)(na + nc + 1));
   a->T = malloc(sizeof(MPI_Datatype) * (size_t)(nd + 1));
   int rc = in && ad && c && a->I && a->A && a->T ? MPI_SUCCESS : MPI_ERR_NO_MEM;
-#ifdef PARIO_HAVE_LARGE_COUNT
-  if (rc == MPI_SUCCESS && PMPI_Type_get_contents_c(t, ni, na, nc, nd, in, ad, c, a->T) != MPI_SUCCESS)
+  if (rc == MPI_SUCCESS && pario_type_contents(t, ni, na, nc, nd, in, ad, c, a->T) != MPI_SUCCESS)
     rc = MPI_ERR_TYPE;
-#else
-  if (rc == MPI_SUCCESS && PMPI_Type_get_contents(t, ni, na, nd, in, ad, a->T) != MPI_SUCCESS) rc = MPI_ERR_TYPE;
-#endif
   if (rc == MPI_SUCCESS) {
     a->nt = (int)nd;
     for (MPI_Count k = 0; k < ni; k++) a->I[k] = in[k];

@@ -83,14 +83,9 @@ static int flatten_named(MPI_Datatype t, MPI_Offset base, runbuf *b) {
 
 int pario_type_combiner(MPI_Datatype type) {
   int comb;
-  if (type == MPI_DATATYPE_NULL) return -1;
-#ifdef PARIO_HAVE_LARGE_COUNT
   MPI_Count ni, na, nc, nd;
-  if (PMPI_Type_get_envelope_c(type, &ni, &na, &nc, &nd, &comb) != MPI_SUCCESS) return -1;
-#else
-  int ni, na, nd;
-  if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &comb) != MPI_SUCCESS) return -1;
-#endif
+  if (type == MPI_DATATYPE_NULL) return -1;
+  if (pario_type_envelope(type, &ni, &na, &nc, &nd, &comb) != MPI_SUCCESS) return -1;
   return comb;
 }
 
@@ -117,7 +112,6 @@ static int decoded_alloc(decoded *d, long ni, long na, long nd) {
   return d->ints && d->addrs && d->types ? MPI_SUCCESS : MPI_ERR_NO_MEM;
 }
 
-#ifdef PARIO_HAVE_LARGE_COUNT
 /* Large-count constructors return their counts (and byte displacements) in large_counts:
  * put each back where the int constructor keeps it. in: ints, addrs; c: large counts. */
 static void normalize(decoded *d, const int *in, MPI_Count ni, const MPI_Aint *ad, MPI_Count na,
@@ -166,14 +160,14 @@ static void normalize(decoded *d, const int *in, MPI_Count ni, const MPI_Aint *a
 static int decode(MPI_Datatype t, decoded *d) {
   MPI_Count ni, na, nc, nd;
   memset(d, 0, sizeof *d);
-  if (PMPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &d->comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
+  if (pario_type_envelope(t, &ni, &na, &nc, &nd, &d->comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
   if (d->comb == MPI_COMBINER_NAMED) return MPI_SUCCESS;
   int *in = malloc(sizeof(int) * (size_t)(ni + 1));
   MPI_Aint *ad = malloc(sizeof(MPI_Aint) * (size_t)(na + 1));
   MPI_Count *c = malloc(sizeof(MPI_Count) * (size_t)(nc + 1));
   /* the int layout never has more entries than ints + large counts (+ addresses) */
   int rc = in && ad && c ? decoded_alloc(d, ni + nc + 1, na + nc + 2, nd) : MPI_ERR_NO_MEM;
-  if (rc == MPI_SUCCESS && PMPI_Type_get_contents_c(t, ni, na, nc, nd, in, ad, c, d->types) != MPI_SUCCESS)
+  if (rc == MPI_SUCCESS && pario_type_contents(t, ni, na, nc, nd, in, ad, c, d->types) != MPI_SUCCESS)
     rc = MPI_ERR_TYPE;
   if (rc == MPI_SUCCESS && nc > 0) {
     normalize(d, in, ni, ad, na, c, nc);
@@ -187,24 +181,6 @@ static int decode(MPI_Datatype t, decoded *d) {
   free(c);
   return rc;
 }
-#else
-static int decode(MPI_Datatype t, decoded *d) {
-  int ni, na, nd;
-  memset(d, 0, sizeof *d);
-  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &d->comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
-  if (d->comb == MPI_COMBINER_NAMED) return MPI_SUCCESS;
-  int *in = malloc(sizeof(int) * (size_t)(ni + 1));
-  MPI_Aint *ad = malloc(sizeof(MPI_Aint) * (size_t)(na + 1));
-  int rc = in && ad ? decoded_alloc(d, ni, na, nd) : MPI_ERR_NO_MEM;
-  if (rc == MPI_SUCCESS && PMPI_Type_get_contents(t, ni, na, nd, in, ad, d->types) != MPI_SUCCESS) rc = MPI_ERR_TYPE;
-  for (int k = 0; rc == MPI_SUCCESS && k < ni; k++) d->ints[k] = in[k];
-  for (int k = 0; rc == MPI_SUCCESS && k < na; k++) d->addrs[k] = ad[k];
-  if (rc != MPI_SUCCESS) d->nd = 0;
-  free(in);
-  free(ad);
-  return rc;
-}
-#endif
 
 static void decoded_free(decoded *d) {
   for (int i = 0; d->types && i < d->nd; i++)

@@ -137,7 +137,7 @@ make -s -C "$here/pkgconfig-consumer" "${mkargs[@]}" || fail "building the pkg-c
 
 step "pario-bench.$flavour --version / --help"
 "$prefix/bin/pario-bench.$flavour" --version | tee "$work/version.txt"
-grep -Eq "^pario-bench $version \(built for (Open MPI|MPICH) [0-9]" "$work/version.txt" || fail "--version"
+grep -Eq "^pario-bench $version \(built for (Open MPI|MPICH|the MPI standard ABI) [0-9]" "$work/version.txt" || fail "--version"
 "$prefix/bin/pario-bench.$flavour" --help | grep -q "usage: pario-bench" || fail "--help"
 for p in pario-overhead pario-exchange pario-checksum pario-server; do
   [ -x "$prefix/bin/$p.$flavour" ] || fail "$p.$flavour"

@@ -23,7 +23,7 @@ LC_ALL=C sort -u "$tmp/required" "$tmp/public" > "$tmp/allowed"
 status=0
 LC_ALL=C comm -23 "$tmp/allowed" "$tmp/names" > "$tmp/missing"
 # Optional, deliberate wrappers of non-I/O MPI calls: MPI_Init*/MPI_Finalize (set-up and
-# teardown), and on MPICH MPI_Error_string (src/api/errstring.c: MPICH 4.0 prints a wrong text
+# teardown), MPI_Error_string (src/api/errstring.c: MPICH prints a wrong text
 # for error codes pario adds), and MPI_Wait/Waitall/Waitany/Waitsome without their PMPI_ names
 # (src/api/wait.c: a wait on pario's requests sleeps instead of polling), and MPI_Test/Testall/
 # Testany/Testsome (src/api/wait.c: traced when they complete pario's requests). Any other MPI_ name

@@ -39,6 +39,16 @@ static inline const char *err_text(int code) {
   return s;
 }
 
+/* The MPI library's version string, asked at run time: which implementation runs a test is
+ * not in the header of the MPI standard ABI build. */
+static inline const char *mpi_library(void) {
+  static char v[MPI_MAX_LIBRARY_VERSION_STRING + 1];
+  int len = 0;
+  MPI_Get_library_version(v, &len);
+  v[len >= 0 && len <= MPI_MAX_LIBRARY_VERSION_STRING ? len : 0] = 0;
+  return v;
+}
+
 static inline int names_file(const char *msg, const char *path) { return !path || strstr(msg, path) != NULL; }
 
 /* The call failed with class cls and its message names op and (if given) path. */

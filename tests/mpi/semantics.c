@@ -246,10 +246,17 @@ static void test_info(void) {
   MPI_Aint ext;
   MPI_File_get_type_extent(fh, MPI_DOUBLE, &ext);
   CHECK(ext == 8, "get_type_extent");
+#ifdef MPI_ABI_VERSION /* the MPI standard ABI: int handles (toint/fromint), no MPI_Fint */
+  int fi = MPI_File_toint(fh);
+  CHECK(fi != MPI_File_toint(MPI_FILE_NULL) && MPI_File_fromint(fi) == fh, "toint/fromint round trip");
+  MPI_File_close(&fh);
+  CHECK(MPI_File_fromint(fi) == MPI_FILE_NULL, "fromint of a closed file");
+#else
   MPI_Fint fi = MPI_File_c2f(fh);
   CHECK(fi != 0 && MPI_File_f2c(fi) == fh, "c2f/f2c round trip");
   MPI_File_close(&fh);
   CHECK(MPI_File_f2c(fi) == MPI_FILE_NULL, "f2c of a closed file");
+#endif
 }
 
 static int handler_calls, handler_code;

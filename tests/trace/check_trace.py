@@ -33,6 +33,7 @@ EXPECTED_CALLS = ["MPI_File_open", "MPI_File_set_errhandler", "MPI_File_get_errh
                   "MPI_File_iread_at", "MPI_File_write_all_begin",
                   "MPI_File_write_all_end", "MPI_File_set_view", "MPI_File_write_ordered",
                   "MPI_File_write_shared", "MPI_File_sync", "MPI_File_read_at", "MPI_File_close"]
+ABI_TWINS = {"MPI_File_toint": "MPI_File_c2f", "MPI_File_fromint": "MPI_File_f2c"}
 failures = []
 
 
@@ -186,8 +187,9 @@ def check_rank(p, np):
     check(p.files and any(n.endswith(".dat") for n in p.files.values()), f"{p.name}: the file was not named")
     check_nesting(p)
     calls = top_calls(p)
-    check([c["name"] for c in calls] == EXPECTED_CALLS,
-          f"{p.name}: calls {[c['name'] for c in calls]}, expected {EXPECTED_CALLS}")
+    # The MPI standard ABI build converts handles with toint/fromint where the others c2f/f2c.
+    names = [ABI_TWINS.get(c["name"], c["name"]) for c in calls]
+    check(names == EXPECTED_CALLS, f"{p.name}: calls {[c['name'] for c in calls]}, expected {EXPECTED_CALLS}")
     if len(calls) != len(EXPECTED_CALLS):
         return
     check(all(c["args"].get("rc") == 0 for c in calls), f"{p.name}: a call failed")

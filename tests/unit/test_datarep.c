@@ -634,11 +634,14 @@ static void layouts(void) {
  *    pair type and struct types (issue 20), and swap MPI_COMPLEX / MPI_DOUBLE_COMPLEX as one
  *    8- or 16-byte unit instead of two reals (MPICH_BAD). Its long double is binary128. */
 enum { OMPI_SIZE = 1, OMPI_BAD = 2, MPICH_BAD = 4 };
-#ifdef MPICH
-#define HOST_IS_MPICH 1
-#else
-#define HOST_IS_MPICH 0
-#endif
+/* Asked of the library at run time: the MPI standard ABI build's header names no implementation. */
+static int host_is_mpich(void) {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "";
+  int len = 0;
+  MPI_Get_library_version(v, &len);
+  return strstr(v, "MPICH") != NULL;
+}
+#define HOST_IS_MPICH host_is_mpich()
 
 static int named_type(MPI_Datatype t);
 

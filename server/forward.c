@@ -92,10 +92,13 @@ static int up_connect(const char *spec, char *why, size_t whylen) {
   size_t slen = srv->secret_len;
   if (sf && rio_load_secret(sf, secret, &slen, why, whylen)) return -1;
   if (!sf) memcpy(secret, srv->secret, slen);
-  rio_target t = {.host = host, .port = port, .tls_ca = "", .secret = secret, .slen = slen,
-                  .secret_file = sf ? sf : srv->cfg.secret_file ? srv->cfg.secret_file : "--secret-file",
+  rio_names nm = {"give --forward-tls-ca CA_FILE", "leave out --forward-tls-ca", "--forward-tls-ca", "--forward-user",
+                  sf ? "--forward-secret-file" : "--secret-file"};
+  const char *ca = srv->cfg.forward_tls_ca;
+  rio_target t = {.host = host, .port = port, .tls = ca != NULL, .tls_ca = ca ? ca : "", .secret = secret,
+                  .slen = slen, .secret_file = sf ? sf : srv->cfg.secret_file ? srv->cfg.secret_file : "--secret-file",
                   .user = srv->cfg.forward_user ? srv->cfg.forward_user : "", .timeout_ms = UP_TIMEOUT_MS,
-                  .user_opt = "--forward-user", .secret_opt = sf ? "--forward-secret-file" : "--secret-file"};
+                  .names = &nm};
   rio_session s;
   int e = rio_login(&up.link, &t, &s, why, whylen);
   memset(secret, 0, sizeof secret);
@@ -105,7 +108,7 @@ static int up_connect(const char *spec, char *why, size_t whylen) {
   up.next_id = 16;
   srv_log(LOG_INFO, "forward: logged in at %s as credential %s (protocol version %u%s)", spec,
           srv->cfg.forward_user ? srv->cfg.forward_user : "default", (unsigned)s.version,
-          up.link.mac ? ", records with a MAC" : "");
+          up.link.mac ? ", records with a MAC" : up.link.ssl ? ", TLS" : "");
   return 0;
 }
 

@@ -67,6 +67,8 @@ static void usage(FILE *f) {
           "                        --secret-file's secret, unless told otherwise:\n"
           "  --forward-user NAME   forwarder: log in upstream as credential NAME (its --credentials)\n"
           "  --forward-secret-file F  forwarder: that credential's secret (default: --secret-file's)\n"
+          "  --forward-tls-ca F    forwarder: TLS upstream (a server with --tls-cert), trusting the\n"
+          "                        certificates in F (PEM); without it: MAC records on plain TCP\n"
           "  --merge-wait MS       forwarder: how long the parts of a collective operation wait for\n"
           "                        the others before they go on one by one (default 50, 0..60000)\n"
           "  --tls-cert F, --tls-key F  TLS (1.2+) with this certificate chain and key (PEM)\n"
@@ -162,7 +164,7 @@ static void drop_privileges(const srv_config *cfg) {
 static void parse_args(int argc, char **argv, srv_config *cfg) {
   enum { O_ROOT = 256, O_LISTEN, O_SECRET, O_THREADS, O_MAXREQ, O_IDLE, O_LOG, O_CONNS, O_EMU, O_FWD, O_CERT, O_KEY,
          O_TRACE, O_MERGE, O_AUTHTO, O_PEER, O_USER, O_ROOTOK, O_FRAME, O_SEND, O_HANDLES, O_INFLIGHT, O_INSECURE,
-         O_CREDS, O_FWDUSER, O_FWDSECRET, O_HELP, O_VERSION };
+         O_CREDS, O_FWDUSER, O_FWDSECRET, O_FWDCA, O_HELP, O_VERSION };
   static const struct option opts[] = {
       {"root", 1, 0, O_ROOT},          {"listen", 1, 0, O_LISTEN},   {"secret-file", 1, 0, O_SECRET},
       {"threads", 1, 0, O_THREADS},    {"max-request", 1, 0, O_MAXREQ}, {"idle-timeout", 1, 0, O_IDLE},
@@ -173,7 +175,7 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
       {"frame-timeout", 1, 0, O_FRAME}, {"send-timeout", 1, 0, O_SEND}, {"max-handles", 1, 0, O_HANDLES},
       {"max-inflight", 1, 0, O_INFLIGHT},
       {"insecure", 0, 0, O_INSECURE},  {"credentials", 1, 0, O_CREDS},
-      {"forward-user", 1, 0, O_FWDUSER}, {"forward-secret-file", 1, 0, O_FWDSECRET},
+      {"forward-user", 1, 0, O_FWDUSER}, {"forward-secret-file", 1, 0, O_FWDSECRET}, {"forward-tls-ca", 1, 0, O_FWDCA},
           {"help", 0, 0, O_HELP},          {"version", 0, 0, O_VERSION}, {0, 0, 0, 0}};
   cfg->threads = 4;
   cfg->max_request = RIO_DEFAULT_MAX_REQUEST;
@@ -201,6 +203,7 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
     case O_CREDS: cfg->credentials = optarg; break;
     case O_FWDUSER: cfg->forward_user = optarg; break;
     case O_FWDSECRET: cfg->forward_secret_file = optarg; break;
+    case O_FWDCA: cfg->forward_tls_ca = optarg; break;
     case O_THREADS: cfg->threads = (int)parse_int("--threads", optarg, 1, 256); break;
     case O_MAXREQ: cfg->max_request = parse_size("--max-request", optarg); break;
     case O_IDLE: cfg->idle_timeout = (int)parse_int("--idle-timeout", optarg, 0, 86400 * 365); break;
@@ -238,8 +241,9 @@ static void parse_args(int argc, char **argv, srv_config *cfg) {
   if (!cfg->secret_file && (cfg->forward_to || !cfg->credentials))
     die_arg("--secret-file", cfg->forward_to ? "required" : "required (or --credentials)", NULL);
   if (cfg->credentials && cfg->forward_to) die_arg("--credentials", "a forwarder uses --secret-file only", NULL);
-  if ((cfg->forward_user || cfg->forward_secret_file) && !cfg->forward_to)
-    die_arg(cfg->forward_user ? "--forward-user" : "--forward-secret-file", "only with --forward-to", NULL);
+  if ((cfg->forward_user || cfg->forward_secret_file || cfg->forward_tls_ca) && !cfg->forward_to)
+    die_arg(cfg->forward_user ? "--forward-user" : cfg->forward_secret_file ? "--forward-secret-file" : "--forward-tls-ca",
+            "only with --forward-to", NULL);
   if (cfg->forward_user && (!*cfg->forward_user || strlen(cfg->forward_user) > RIO_MAX_CRED_NAME))
     die_arg("--forward-user", "expected a credential name of 1 to 64 characters", cfg->forward_user);
   if (!cfg->tls_cert != !cfg->tls_key) die_arg(cfg->tls_cert ? "--tls-key" : "--tls-cert", "required with the other", NULL);

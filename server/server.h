@@ -46,6 +46,7 @@ typedef struct srv_config {
   int insecure;       /* plain TCP without MAC allowed from any peer (not only loopback) */
   const char *forward_user;        /* forwarder: the credential it logs in upstream with (NULL: default) */
   const char *forward_secret_file; /* ... and its secret (NULL: --secret-file's) */
+  const char *forward_tls_ca;      /* forwarder: TLS upstream, trusting this CA file (NULL: MAC records) */
   srv_emulate emu;
 } srv_config;
 

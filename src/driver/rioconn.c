@@ -541,8 +541,7 @@ int rio_conn_get(const rio_where *w, rio_conn **out, char *why, size_t wn) {
   if (!e) {
     rio_target t = {.host = w->host, .port = w->port, .tls = w->tls, .tls_ca = w->tls_ca, .user = w->user,
                     .secret_file = w->secret_file, .secret = w->secret, .slen = w->slen,
-                    .timeout_ms = w->timeout_ms, .user_opt = "pario_rio_user",
-                    .secret_opt = "pario_rio_secret_file"};
+                    .timeout_ms = w->timeout_ms};
     rio_session s;
     e = rio_login(&c->link, &t, &s, why, wn);
     snprintf(c->host, sizeof c->host, "%s", w->host);

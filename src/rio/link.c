@@ -122,7 +122,7 @@ static long keep_first(BIO *b, int op, const char *argp, size_t len, int argi, l
  * refusing for load), EPROTONOSUPPORT (another plain frame, or the connection closed without a
  * byte: what a plain pario-server does with a ClientHello), or 0 (TLS that failed otherwise).
  * OpenSSL read only a record header: the rest of a frame the server sent is read here. */
-static int plain_answer(rio_link *l, const char *host, char *why, size_t wn) {
+static int plain_answer(rio_link *l, const char *host, const rio_names *nm, char *why, size_t wn) {
   rio_hdr h;
   while (l->nfirst > 0 && l->nfirst < RIO_HDR_SIZE + RIO_STATUS && rio_wait_fd(l->fd, POLLIN, 200) == 0) {
     ssize_t r = recv(l->fd, l->first + l->nfirst, sizeof l->first - l->nfirst, MSG_DONTWAIT);
@@ -137,18 +137,22 @@ static int plain_answer(rio_link *l, const char *host, char *why, size_t wn) {
              host);
     return EBUSY;
   }
-  snprintf(why, wn, "%s %s, not TLS: unset pario_rio_tls (or start the server with --tls-cert)", host,
-           frame ? "answered in plain TCP" : "closed the connection at the TLS handshake");
+  snprintf(why, wn, "%s %s, not TLS: %s (or start the server with --tls-cert)", host,
+           frame ? "answered in plain TCP" : "closed the connection at the TLS handshake", nm->tls_off);
   return EPROTONOSUPPORT;
 }
 
-int rio_link_tls(rio_link *l, const char *host, const char *ca, long long ms, char *why, size_t wn) {
+const rio_names rio_names_driver = {"set pario_rio_tls=true (PARIO_RIO_TLS)", "unset pario_rio_tls", "pario_rio_tls_ca",
+                                    "pario_rio_user", "pario_rio_secret_file"};
+
+int rio_link_tls(rio_link *l, const char *host, const char *ca, long long ms, const rio_names *nm, char *why,
+                 size_t wn) {
   SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
   if (!ctx) return ENOMEM;
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
   if (!(*ca ? SSL_CTX_load_verify_locations(ctx, ca, NULL) : SSL_CTX_set_default_verify_paths(ctx))) {
-    snprintf(why, wn, "cannot load the TLS CA file %s: check pario_rio_tls_ca", ca);
+    snprintf(why, wn, "cannot load the TLS CA file %s: check %s", ca, nm->ca);
     SSL_CTX_free(ctx);
     return EACCES;
   }
@@ -180,10 +184,10 @@ int rio_link_tls(rio_link *l, const char *host, const char *ca, long long ms, ch
     }
     long v = SSL_get_verify_result(l->ssl);
     if (v != X509_V_OK) {
-      snprintf(why, wn, "the TLS certificate of %s was refused (%s): check pario_rio_tls_ca", host,
-               X509_verify_cert_error_string(v));
+      snprintf(why, wn, "the TLS certificate of %s was refused (%s): check %s", host,
+               X509_verify_cert_error_string(v), nm->ca);
       e = EACCES; /* a certificate refused: access denied */
-    } else if ((e = plain_answer(l, host, why, wn)) == 0) {
+    } else if ((e = plain_answer(l, host, nm, why, wn)) == 0) {
       unsigned long ossl = ERR_peek_error();
       snprintf(why, wn, "TLS handshake with %s failed (%s): is it a pario-server with --tls-cert?", host,
                ossl ? ERR_reason_error_string(ossl) : "not TLS");

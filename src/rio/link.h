@@ -17,6 +17,14 @@
 
 typedef struct ssl_st rio_ssl; /* OpenSSL's SSL */
 
+/* The settings a message tells the user to change: the driver's hints, or a forwarder's options. */
+typedef struct rio_names {
+  const char *tls_on, *tls_off; /* how to turn TLS on, off */
+  const char *ca;               /* the CA file's setting */
+  const char *user, *secret;    /* the credential's name, its secret file */
+} rio_names;
+extern const rio_names rio_names_driver;
+
 /* A connection's byte stream. One SSL object is used by a receiver and senders: each SSL call
  * holds lock, the waiting for the socket happens outside it. */
 typedef struct rio_link {
@@ -37,7 +45,8 @@ int rio_link_dial(rio_link *l, const char *host, const char *port, long long ms,
 
 /* TLS over the connected socket: TLS 1.2 or later, the server's certificate verified against
  * ca (or the system's store, ca "") and checked to name host, the handshake within ms. */
-int rio_link_tls(rio_link *l, const char *host, const char *ca, long long ms, char *why, size_t wn);
+int rio_link_tls(rio_link *l, const char *host, const char *ca, long long ms, const rio_names *nm, char *why,
+                 size_t wn);
 
 /* Send (wr) or receive iov (modified) until at least min bytes have moved (*got counts them):
  * a receive may take more, up to the iovecs' room. ms: the longest wait without progress; 0 on

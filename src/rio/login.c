@@ -67,16 +67,17 @@ static int authenticate(rio_link *l, const rio_target *t, rio_session *s) {
 /* Why a handshake failed, in one line that says what to do. */
 static void say_refused(const rio_target *t, int e, char *why, size_t wn) {
   const char *user = t->user && t->user[0] ? t->user : NULL;
+  const rio_names *nm = t->names ? t->names : &rio_names_driver;
   if (e == EACCES && user)
     snprintf(why, wn, "%s refused credential %s with the secret in %s: check the name (%s) and that the server's "
-             "--credentials has the same secret", t->host, user, t->secret_file, t->user_opt);
+             "--credentials has the same secret", t->host, user, t->secret_file, nm->user);
   else if (e == EACCES)
     snprintf(why, wn, "%s refused the secret in %s: use the server's secret file (%s)", t->host, t->secret_file,
-             t->secret_opt);
+             nm->secret);
   else if (e == EPROTONOSUPPORT)
-    snprintf(why, wn, "%s speaks TLS: set pario_rio_tls=true (PARIO_RIO_TLS)", t->host);
+    snprintf(why, wn, "%s speaks TLS: %s", t->host, nm->tls_on);
   else if (e == EPROTO && t->tls)
-    snprintf(why, wn, "%s: no pario handshake over TLS: is it a pario-server? (or unset pario_rio_tls)", t->host);
+    snprintf(why, wn, "%s: no pario handshake over TLS: is it a pario-server? (or %s)", t->host, nm->tls_off);
   else if (e == EPROTO)
     snprintf(why, wn, "%s:%s does not speak pario's protocol version 2: is it a pario-server of this version?",
              t->host, t->port);
@@ -84,8 +85,8 @@ static void say_refused(const rio_target *t, int e, char *why, size_t wn) {
     snprintf(why, wn, "%s refused the connection for load (server busy): try again later or raise its "
              "--max-conns", t->host);
   else if (e == ECONNRESET && !t->tls) /* a TLS server resets a plain HELLO (its alert may be lost) */
-    snprintf(why, wn, "%s:%s closed the connection at login: a TLS server? then set pario_rio_tls=true "
-             "(PARIO_RIO_TLS); else see the server's log", t->host, t->port);
+    snprintf(why, wn, "%s:%s closed the connection at login: a TLS server? then %s; else see the server's log",
+             t->host, t->port, nm->tls_on);
   else if (e == ETIMEDOUT)
     snprintf(why, wn, "%s:%s accepted the connection but did not answer the login within the timeout "
              "(pario_rio_timeout)", t->host, t->port);
@@ -97,7 +98,9 @@ int rio_login(rio_link *l, const rio_target *t, rio_session *s, char *why, size_
   memset(s, 0, sizeof *s);
   int e = rio_link_dial(l, t->host, t->port, t->timeout_ms, why, wn);
   if (e) return e;
-  e = t->tls ? rio_link_tls(l, t->host, t->tls_ca ? t->tls_ca : "", t->timeout_ms, why, wn) : 0;
+  e = t->tls ? rio_link_tls(l, t->host, t->tls_ca ? t->tls_ca : "", t->timeout_ms,
+                           t->names ? t->names : &rio_names_driver, why, wn)
+             : 0;
   if (!e && (e = authenticate(l, t, s)) != 0) say_refused(t, e, why, wn);
   if (e) rio_link_close(l);
   return e;

@@ -21,7 +21,7 @@ typedef struct rio_target {
   const uint8_t *secret;
   size_t slen;
   long long timeout_ms;   /* connect, handshake, and each wait without progress */
-  const char *user_opt, *secret_opt; /* the settings that name user and secret file, for messages */
+  const rio_names *names; /* the settings messages name (NULL: the driver's hints) */
 } rio_target;
 
 /* What the server announced at login. */

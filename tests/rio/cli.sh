@@ -43,6 +43,7 @@ expect 1 --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/short" --
 expect 1 --root "$work/root" --listen 127.0.0.1:0 --secret-file "$work/missing" --allow-root
 expect 1 --forward-to 127.0.0.1:1 --listen 127.0.0.1:0 --secret-file "$work/secret" --allow-root
 expect 2 "${ok[@]}" --forward-user alice                                  # only with --forward-to
+expect 2 "${ok[@]}" --forward-tls-ca "$work/secret"
 expect 2 --forward-to 127.0.0.1:1 --listen 127.0.0.1:0 --secret-file "$work/secret" --forward-user ""
 expect 1 --forward-to 127.0.0.1:1 --listen 127.0.0.1:0 --secret-file "$work/secret" --allow-root \
   --forward-secret-file "$work/short"

@@ -6,7 +6,9 @@
  * a raw version 1 client is refused there (so the address counts as remote), writes and reads
  * through the default forwarder reach the file, a forwarder logged in as a read-only credential
  * reads but is refused a write (RIO_EACCES, nothing created), and one with the wrong secret for
- * its credential does not start and says why.
+ * its credential does not start and says why. With the openssl command: the same through TLS
+ * upstream (--forward-tls-ca) to a server with --tls-cert, and a forwarder without it refused
+ * there with a reason.
  * usage: test_rio_fwd_auth PARIO_SERVER   (skips, 77, without root or network namespaces) */
 #include <fcntl.h>
 #include <sched.h>
@@ -91,6 +93,48 @@ static void test_readonly(const char *bin) {
   CHECK(rc_log_has(&F, "refused credential reader") >= 1, "and says the server refused the credential");
 }
 
+/* TLS upstream: a second server on the same root with a certificate for ADDR. */
+static void test_tls(const char *bin) {
+  char cmd[2048], cert[600], key[600], ca[700];
+  snprintf(cert, sizeof cert, "%s/cert.pem", dir);
+  snprintf(key, sizeof key, "%s/cert.key", dir);
+  snprintf(cmd, sizeof cmd, "openssl req -x509 -newkey rsa:2048 -nodes -keyout '%s' -out '%s' -days 1 -subj /CN=" ADDR
+           " -addext subjectAltName=IP:" ADDR " 2>/dev/null", key, cert);
+  if (system("command -v openssl >/dev/null") || system(cmd)) {
+    printf("no openssl command: the TLS part is skipped\n");
+    return;
+  }
+  rc_server T = S, F;
+  snprintf(T.log, sizeof T.log, "%s/tls-server.log", dir);
+  snprintf(T.listen, sizeof T.listen, ADDR ":0");
+  const char *targs[] = {"--tls-cert", cert, "--tls-key", key, NULL};
+  CHECK(rc_server_start(&T, bin, targs) == 0, "a TLS server on " ADDR);
+  rc_server saved = S;
+  S = T; /* forwarder() points at S */
+  const char *fargs[] = {"--forward-tls-ca", cert, NULL};
+  CHECK(forwarder(&F, "fwd-tls", fargs, bin) == 0, "a forwarder logs in upstream over TLS");
+  rc_conn c;
+  uint64_t h, off = 0, len = 4, done;
+  char back[4];
+  CHECK(rc_connect(&c, &F, secret, slen) == 0, "a client reaches it");
+  CHECK(rc_open(&c, "w.dat", RIO_O_RDWR, 0, &h, NULL) == 0, "open for writing through TLS");
+  CHECK(rc_write(&c, h, 1, &off, &len, "HELL", &done) == 0 && done == 4, "write through TLS");
+  CHECK(rc_read(&c, h, 1, &off, &len, back, &done) == 0 && done == 4 && !memcmp(back, "HELL", 4), "read back");
+  rc_handle_op(&c, RIO_T_CLOSE, h);
+  rc_close_conn(&c);
+  CHECK(rc_log_has(&F, "(protocol version 2, TLS)") == 1, "the forwarder logged in over TLS");
+  CHECK(rc_server_stop(&F) == 0, "the forwarder stops cleanly");
+  CHECK(forwarder(&F, "fwd-notls", NULL, bin) != 0, "without --forward-tls-ca it does not start");
+  CHECK(rc_log_has(&F, "a TLS server? then give --forward-tls-ca") + rc_log_has(&F, "speaks TLS: give --forward-tls-ca") >= 1,
+        "and says to give --forward-tls-ca");
+  snprintf(ca, sizeof ca, "%s/secret", dir); /* not a certificate */
+  const char *bad[] = {"--forward-tls-ca", ca, NULL};
+  CHECK(forwarder(&F, "fwd-badca", bad, bin) != 0 && rc_log_has(&F, "check --forward-tls-ca") >= 1,
+        "a CA file without the certificate: refused, with a reason");
+  S = saved;
+  CHECK(rc_server_stop(&T) == 0, "the TLS server stops cleanly");
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return fprintf(stderr, "usage: %s PARIO_SERVER\n", argv[0]), 2;
   if (geteuid() != 0 || unshare(CLONE_NEWNET) != 0) {
@@ -117,6 +161,7 @@ int main(int argc, char **argv) {
   CHECK(rc_log_has(&S, "refused: plain TCP without integrity") >= 1, "the server says so");
   test_default(argv[1]);
   test_readonly(argv[1]);
+  test_tls(argv[1]);
   int before = rc_log_has(&S, "refused: plain TCP without integrity");
   CHECK(rc_server_stop(&S) == 0, "the server stops cleanly");
   CHECK(before == 1, "only the raw client was refused plain TCP");

@@ -1,6 +1,7 @@
 /* The rio tests' client (rioclient.h): server process control, raw frames, one call per
  * request. Blocking sockets with poll timeouts, so a broken server fails a test, never hangs it. */
 #include "rioclient.h"
+#include "rio/record.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -177,14 +178,9 @@ static int tls_connect(int fd, const char *host) {
 
 /* ---- records with a MAC (protocol version 2): with PARIO_RIO_TEST_MAC=1 a plain-TCP
  * connection asks for them in HELLO and, once AUTH is done, every byte both ways travels in
- * records (PROTOCOL.md). Written against rio/proto.h's rio_kdf and rio_seal, as server/mac.c
- * is; it packs a frame's header and body into the same records, as the server's sender does. */
-typedef struct rc_mac {
-  rio_seal tx, rx;
-  uint8_t in[RIO_REC_MAX + RIO_TAG], out[RIO_REC_HDR + RIO_REC_MAX + RIO_TAG];
-  size_t pos, len; /* verified data of the last record read: in[pos, len) */
-} rc_mac;
-static rc_mac *mac_of[MAX_FD];
+ * records (PROTOCOL.md), through the one record layer of client and server (rio/record.c); a
+ * frame's header and body go into the same records, as the server's sender does. */
+static rio_records *mac_of[MAX_FD];
 
 static int mac_wanted(void) {
   const char *m = getenv("PARIO_RIO_TEST_MAC"), *ca = getenv("PARIO_RIO_TEST_TLS_CA");
@@ -193,20 +189,15 @@ static int mac_wanted(void) {
 
 static void mac_free(int fd) {
   if (fd < 0 || fd >= MAX_FD || !mac_of[fd]) return;
-  rio_seal_free(&mac_of[fd]->tx);
-  rio_seal_free(&mac_of[fd]->rx);
-  free(mac_of[fd]);
+  rio_rec_free(mac_of[fd]);
   mac_of[fd] = NULL;
 }
 
 static int mac_start(int fd, const uint8_t *secret, size_t slen, const uint8_t challenge[RIO_NONCE],
                      const uint8_t nonce[RIO_NONCE]) {
   uint8_t c2s[RIO_TAG], s2c[RIO_TAG];
-  rc_mac *m = fd >= 0 && fd < MAX_FD ? calloc(1, sizeof *m) : NULL;
-  if (!m || rio_kdf(secret, slen, challenge, nonce, c2s, s2c) || rio_seal_init(&m->tx, c2s)) return free(m), -1;
-  if (rio_seal_init(&m->rx, s2c)) return rio_seal_free(&m->tx), free(m), -1;
-  mac_of[fd] = m;
-  return 0;
+  if (fd < 0 || fd >= MAX_FD || rio_kdf(secret, slen, challenge, nonce, c2s, s2c)) return -1;
+  return rio_rec_new(&mac_of[fd], c2s, s2c) ? -1 : 0;
 }
 
 int rc_has_mac(int fd) { return fd >= 0 && fd < MAX_FD && mac_of[fd] != NULL; }
@@ -248,22 +239,13 @@ static int raw_send(int fd, const void *p, size_t n) {
   return 0;
 }
 
-/* Pieces a and b, one after the other, in records of up to RIO_REC_MAX bytes. */
-static int mac_send2(rc_mac *m, int fd, const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
-  while (an + bn > 0) {
-    uint32_t k = 0;
-    while (k < RIO_REC_MAX && an + bn > 0) {
-      const uint8_t **p = an ? &a : &b;
-      size_t *pn = an ? &an : &bn, c = *pn < RIO_REC_MAX - k ? *pn : RIO_REC_MAX - k;
-      memcpy(m->out + RIO_REC_HDR + k, *p, c);
-      *p += c, *pn -= c, k += (uint32_t)c;
-    }
-    for (int i = 0; i < 4; i++) m->out[i] = (uint8_t)(k >> (8 * i));
-    if (rio_seal_tag(&m->tx, m->out + RIO_REC_HDR, k, m->out + RIO_REC_HDR + k) ||
-        raw_send(fd, m->out, RIO_REC_HDR + (size_t)k + RIO_TAG))
-      return -1;
-  }
-  return 0;
+static int rec_write(void *ctx, void *buf, size_t n) { return raw_send(*(int *)ctx, buf, n) ? EIO : 0; }
+
+/* Pieces a and b, one after the other, in records. */
+static int mac_send2(rio_records *m, int fd, const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
+  struct iovec iov[2] = {{(void *)a, an}, {(void *)b, bn}};
+  size_t sent = 0;
+  return rio_rec_send(m, iov, bn ? 2 : 1, rec_write, &fd, &sent) ? -1 : 0;
 }
 
 int rc_send_all(int fd, const void *p, size_t n) {
@@ -292,25 +274,21 @@ static int raw_recv(int fd, void *p, size_t n, int timeout_ms) {
   return 0;
 }
 
+typedef struct rec_in {
+  int fd, timeout_ms;
+} rec_in;
+static int rec_read(void *ctx, void *buf, size_t n) {
+  rec_in *r = ctx;
+  return raw_recv(r->fd, buf, n, r->timeout_ms) ? EIO : 0;
+}
+
 /* n bytes of the frame stream: from verified records under a MAC, else from the socket. */
 static int recv_all(int fd, void *p, size_t n, int timeout_ms) {
   if (!rc_has_mac(fd)) return raw_recv(fd, p, n, timeout_ms);
-  rc_mac *m = mac_of[fd];
-  for (uint8_t *b = p; n > 0;) {
-    if (m->pos == m->len) {
-      uint8_t lb[RIO_REC_HDR];
-      if (raw_recv(fd, lb, sizeof lb, timeout_ms)) return -1;
-      uint32_t k = (uint32_t)lb[0] | (uint32_t)lb[1] << 8 | (uint32_t)lb[2] << 16 | (uint32_t)lb[3] << 24;
-      if (k == 0 || k > RIO_REC_MAX || raw_recv(fd, m->in, (size_t)k + RIO_TAG, timeout_ms) ||
-          !rio_seal_check(&m->rx, m->in, k, m->in + k))
-        return -1;
-      m->pos = 0, m->len = k;
-    }
-    size_t c = m->len - m->pos < n ? m->len - m->pos : n;
-    memcpy(b, m->in + m->pos, c);
-    m->pos += c, b += c, n -= c;
-  }
-  return 0;
+  struct iovec iov = {p, n};
+  rec_in r = {fd, timeout_ms};
+  size_t got = 0;
+  return rio_rec_recv(mac_of[fd], &iov, 1, n, rec_read, &r, &got) || got != n ? -1 : 0;
 }
 
 int rc_recv_frame(int fd, rio_hdr *h, uint8_t **body, int timeout_ms) {

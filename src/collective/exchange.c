@@ -11,6 +11,7 @@
  * MPI_Alltoallv would need every rank in every round). */
 #include "collective/internal.h"
 #include "core/rep.h"
+#include "rio/window.h"
 #include "trace/trace.h"
 
 #include <errno.h>
@@ -290,22 +291,23 @@ static int read_run(pario_coll_ctx *c, const coll_call *x, MPI_Offset lo, MPI_Of
  * hole splits the read and its bytes are never read (nobody copies them out). The intervals
  * of one piece are sorted, pieces may overlap; the cursors are a copy and move. */
 static int read_union(pario_coll_ctx *c, const coll_call *x, int npc, coll_cursor *cur, MPI_Offset lo, MPI_Offset hi) {
-  MPI_Offset maxgap = c->f->hints.read_max_gap, rs = -1, re = 0;
+  rio_window w = {0};
+  int have = 0;
   coll_heap q;
   heap_of(c, npc, cur, &q);
   while (q.n > 0 && q.h[0].key < hi) {
     MPI_Offset s = PARIO_MAX(q.h[0].key, lo);
     const pario_run *r = heap_take(c, cur, &q);
-    MPI_Offset e = PARIO_MIN(r->off + r->len, hi);
-    if (rs >= 0 && s > re + maxgap) {
-      int rc = read_run(c, x, lo, rs, re);
+    MPI_Offset e = PARIO_MAX(PARIO_MIN(r->off + r->len, hi), s);
+    if (have && rio_window_merge(&w, (uint64_t)s, (uint64_t)(e - s))) continue;
+    if (have) {
+      int rc = read_run(c, x, lo, (MPI_Offset)w.lo, (MPI_Offset)w.end);
       if (rc != MPI_SUCCESS) return rc;
-      rs = -1;
     }
-    if (rs < 0) rs = s, re = e;
-    else re = PARIO_MAX(re, e);
+    w = rio_window_open((uint64_t)s, (uint64_t)(e - s), UINT64_MAX, (uint64_t)c->f->hints.read_max_gap);
+    have = 1;
   }
-  return rs >= 0 ? read_run(c, x, lo, rs, re) : MPI_SUCCESS;
+  return have ? read_run(c, x, lo, (MPI_Offset)w.lo, (MPI_Offset)w.end) : MPI_SUCCESS;
 }
 
 /* Chunk [cs, ce) of the window: read where the data leaves holes (a read: the union of the

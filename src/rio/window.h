@@ -1,6 +1,7 @@
 /* The hole-bounded read window: one rule for pario's reads that cover several pieces of a file
  * with one read of their span (data sieving in core/io.c, pario-server's READ of many small
- * segments in server/read.c). Such a read also reads the holes between the pieces, so:
+ * segments in server/read.c, the union of every rank's pieces an aggregator reads in
+ * collective/exchange.c). Such a read also reads the holes between the pieces, so:
  *  - a piece joins the window only in order, at or after the window's end (an earlier or
  *    overlapping piece ends the window);
  *  - a hole wider than maxgap ends the window: its bytes are never read;
@@ -38,6 +39,17 @@ static inline int rio_window_join(rio_window *w, uint64_t off, uint64_t len, int
   if (off < w->end || off - w->end > w->maxgap) return 0;
   if (off + len > w->limit && (!may_cut || off >= w->limit)) return 0;
   w->end = off + len < w->limit ? off + len : w->limit;
+  w->joined++;
+  return 1;
+}
+
+/* Whether the piece [off, off + len) joins the window when pieces come from several sources in
+ * order of their start and may overlap (a collective read's union of every rank's pieces): it
+ * joins unless the hole before it is wider than maxgap. 1 and the window grown to cover it, or
+ * 0 and the window unchanged. No limit applies. */
+static inline int rio_window_merge(rio_window *w, uint64_t off, uint64_t len) {
+  if (off > w->end && off - w->end > w->maxgap) return 0;
+  if (off + len > w->end) w->end = off + len;
   w->joined++;
   return 1;
 }

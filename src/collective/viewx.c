@@ -1,21 +1,82 @@
-/* The view exchange: at the first aggregated call under a new view, every rank learns every
- * rank's view (a header each, then the runs in strided groups, runs.h). From then on both
- * sides of the data exchange compute every message size themselves, and no offset lists are
- * sent. A context keeps the views with the generation they were exchanged for. */
+/* The view exchange and the view cache. At an aggregated call under views not seen before,
+ * every rank learns every rank's view (a header each, then the runs in strided groups,
+ * runs.h). From then on both sides of the data exchange compute every message size
+ * themselves, and no offset lists are sent. The context keeps the last few such sets of views
+ * (hint pario_coll_view_cache), by content: each rank tells in the call's allgather which sets
+ * hold its own view (coll_info.vhit), and when one set holds every rank's, the call uses it and
+ * nothing more is sent. Every rank sees the same bits, so every rank makes the same choice
+ * (hit or exchange, and which set an exchange replaces) without a collective of its own. The
+ * displacement is not part of a set: it travels in every call's allgather, so a client that
+ * moves the same filetype along the file (HDF5 writing one selection at a new address) hits. */
 #include "collective/internal.h"
 #include "collective/runs.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+static void vset_clear(pario_coll_ctx *c, coll_vset *s) {
+  for (int r = 0; s->maps && r < c->np; r++) {
+    free(s->maps[r].runs);
+    free(s->maps[r].cum);
+    s->maps[r].runs = NULL;
+    s->maps[r].cum = NULL;
+  }
+  s->ok = 0;
+  s->own_gen = 0;
+}
 
 void coll_views_forget(pario_coll_ctx *c) {
-  for (int r = 0; c->maps && r < c->np; r++) {
-    free(c->maps[r].runs);
-    free(c->maps[r].cum);
-    c->maps[r].runs = NULL;
-    c->maps[r].cum = NULL;
+  for (int i = 0; i < COLL_VSETS_MAX; i++) {
+    vset_clear(c, &c->vsets[i]);
+    free(c->vsets[i].views);
+    free(c->vsets[i].maps);
+    c->vsets[i].views = NULL;
+    c->vsets[i].maps = NULL;
   }
-  c->views_ok = 0;
 }
+
+/* A hash (FNV-1a over words) of what a set keeps of a view: etype size, density, the
+ * filetype's bounds and runs (under external32 the file representation's, as exchanged). */
+static unsigned long long view_key(const pario_view *v) {
+  const pario_typemap *t = v->ftm;
+  long long w[] = {v->esize, v->contiguous, t->lb, t->extent, t->size, (long long)t->nruns};
+  unsigned long long h = 1469598103934665603ull;
+  for (size_t i = 0; i < sizeof w / sizeof *w; i++) h = (h ^ (unsigned long long)w[i]) * 1099511628211ull;
+  for (size_t i = 0; i < t->nruns; i++)
+    h = ((h ^ (unsigned long long)t->runs[i].off) * 1099511628211ull ^ (unsigned long long)t->runs[i].len) *
+        1099511628211ull;
+  return h;
+}
+
+/* Whether set s's entry for this rank is v (exactly: the key only rules out). */
+static int same_view(const pario_coll_ctx *c, const coll_vset *s, const pario_view *v, unsigned long long key) {
+  const pario_view *e = &s->views[c->rank];
+  const pario_typemap *a = e->ftm, *b = v->ftm;
+  return s->key == key && e->esize == v->esize && e->contiguous == v->contiguous && a->lb == b->lb &&
+         a->extent == b->extent && a->size == b->size && a->nruns == b->nruns &&
+         (!a->nruns || !memcmp(a->runs, b->runs, sizeof *a->runs * a->nruns));
+}
+
+long long coll_views_probe(pario_coll_ctx *c, const pario_view *v) {
+  long long bits = 0;
+  unsigned long long key = 0;
+  int keyed = 0;
+  for (int i = 0; i < c->nvsets; i++) {
+    coll_vset *s = &c->vsets[i];
+    if (!s->ok) continue;
+    if (v->gen && s->own_gen == v->gen) { /* this view object matched before */
+      bits |= 1LL << i;
+      continue;
+    }
+    if (!keyed) key = view_key(v), keyed = 1;
+    if (same_view(c, s, v, key)) {
+      s->own_gen = v->gen;
+      bits |= 1LL << i;
+    }
+  }
+  return bits;
+}
+
 
 /* Everyone learns everyone's header; words < 0 says that rank cannot go on. */
 static void gather_headers(pario_coll_ctx *c, const pario_view *v, long long words) {
@@ -43,9 +104,9 @@ static int layout(pario_coll_ctx *c, long long *total) {
 }
 
 /* Rank r's view from its header and its encoded runs. */
-static int install(pario_coll_ctx *c, int r, const long long *words) {
+static int install(pario_coll_ctx *c, coll_vset *s, int r, const long long *words) {
   const struct coll_view_hdr *h = &c->hdrs[r];
-  pario_typemap *m = &c->maps[r];
+  pario_typemap *m = &s->maps[r];
   if (h->nruns < 0) return MPI_ERR_INTERN;
   m->nruns = (size_t)h->nruns;
   m->runs = malloc(sizeof(pario_run) * (m->nruns ? m->nruns : 1));
@@ -60,15 +121,19 @@ static int install(pario_coll_ctx *c, int r, const long long *words) {
   m->dense = (int)h->contiguous;
   m->monotonic = m->nonneg = 1;
   m->refs = 1;
-  c->views[r] = (pario_view){.disp = h->disp, .esize = h->esize, .contiguous = (int)h->contiguous, .ftm = m};
+  s->views[r] = (pario_view){.disp = h->disp, .esize = h->esize, .contiguous = (int)h->contiguous, .ftm = m};
   return MPI_SUCCESS;
 }
 
-int coll_views_exchange(pario_coll_ctx *c, const pario_view *mine) {
-  size_t nw = coll_runs_words(mine->ftm);
+/* Exchange every rank's view into set s (collective over c->comm). */
+static int exchange(pario_coll_ctx *c, coll_vset *s, const pario_view *mine) {
+  size_t nw = coll_runs_words(mine->ftm), n = (size_t)c->np;
   long long *enc = nw < INT32_MAX / 2 ? malloc(sizeof(long long) * nw) : NULL, *all = NULL, total = 0;
   if (enc) coll_runs_encode(mine->ftm, enc);
-  gather_headers(c, mine, enc ? (long long)nw : -1);
+  vset_clear(c, s);
+  if (!s->views) s->views = calloc(n, sizeof *s->views);
+  if (!s->maps) s->maps = calloc(n, sizeof *s->maps);
+  gather_headers(c, mine, enc && s->views && s->maps ? (long long)nw : -1);
   size_t cap = 0;
   int bad = !layout(c, &total), anybad = 1, rc = MPI_SUCCESS;
   if (!bad && !coll_grow(c, COLL_SITE_VIEWS, &all, &cap, sizeof(long long) * (size_t)(total ? total : 1)))
@@ -82,13 +147,33 @@ int coll_views_exchange(pario_coll_ctx *c, const pario_view *mine) {
   MPI_Status st;
   PMPI_Iallgatherv(enc, c->cnt[c->rank], MPI_LONG_LONG, all, c->cnt, c->dsp, MPI_LONG_LONG, c->comm, &rq);
   pario_wait_all(1, &rq, &st);
-  coll_views_forget(c);
-  for (int r = 0; r < c->np && rc == MPI_SUCCESS; r++)
-    if (r != c->rank) rc = install(c, r, all + c->dsp[r]);
-  c->views_ok = rc == MPI_SUCCESS;
-  c->views_gen = mine->gen;
+  for (int r = 0; r < c->np && rc == MPI_SUCCESS; r++) rc = install(c, s, r, all + c->dsp[r]);
+  if (rc == MPI_SUCCESS) {
+    s->ok = 1;
+    s->key = view_key(&s->views[c->rank]);
+    s->own_gen = mine->gen;
+  }
 out:
   free(enc);
   free(all);
   return rc;
+}
+
+int coll_views_use(pario_coll_ctx *c, const pario_view *mine) {
+  long long hit = -1;
+  for (int r = 0; r < c->np; r++) hit &= c->info[r].vhit;
+  int i = 0, rc = MPI_SUCCESS;
+  if (hit && c->nvsets > 0) {
+    while (!(hit & (1LL << i))) i++;
+  } else { /* every rank picks the same set: an empty one, else the least recently used */
+    for (int k = 1; k < PARIO_MAX(c->nvsets, 1); k++)
+      if (c->vsets[i].ok && (!c->vsets[k].ok || c->vsets[k].used < c->vsets[i].used)) i = k;
+    rc = exchange(c, &c->vsets[i], mine);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  coll_vset *s = &c->vsets[i];
+  s->used = c->calls;
+  c->vset = i;
+  for (int r = 0; r < c->np; r++) s->views[r].disp = c->info[r].disp;
+  return MPI_SUCCESS;
 }

@@ -69,20 +69,20 @@ static struct coll_info describe(const pario_file *f, const pario_view *v, int r
   return in;
 }
 
-/* Views (exchanged unless every rank's is in one cached set), aggregators (when cb_nodes changed), the plan and the
- * buffers of an aggregated call x; this rank's result. */
+/* Aggregators (when cb_nodes changed: then the cached views go too, as only the aggregators
+ * hold other ranks' views), views (exchanged unless every rank's is in one cached set), the
+ * plan and the buffers of an aggregated call x; this rank's result. */
 static int prepare(pario_coll_ctx *c, coll_call *x) {
   pario_file *f = c->f;
-  {
-    int rc = coll_views_use(c, x->view);
-    if (rc != MPI_SUCCESS)
-      return pario_err(rc, x->op, f->filename, 0, "cannot exchange the views (%s)",
-                       rc == MPI_ERR_NO_MEM ? "out of memory" : "bad data");
-  }
   if (c->aggr_for != f->hints.cb_nodes) {
     c->naggr = coll_aggregators(f->hints.cb_nodes, c->np, c->nnodes, c->node_of, c->rank_in_node, c->aggr);
     c->aggr_for = f->hints.cb_nodes;
+    coll_views_forget(c);
   }
+  int rc = coll_views_use(c, x->view);
+  if (rc != MPI_SUCCESS)
+    return pario_err(rc, x->op, f->filename, 0, "cannot exchange the views (%s)",
+                     rc == MPI_ERR_NO_MEM ? "out of memory" : "bad data");
   MPI_Offset lo, hi;
   coll_span(c->info, c->np, &lo, &hi);
   x->plan = (coll_plan){.naggr = c->naggr, .bound = c->bound,

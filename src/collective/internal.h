@@ -57,6 +57,8 @@ struct pario_coll_ctx {
    * the set of the call in progress. */
   coll_vset vsets[COLL_VSETS_MAX];
   int nvsets, vset;
+  long long *vbuf; /* an aggregator's received runs (grown, kept) */
+  size_t vbcap;
   /* Nodes (node_of NULL: unknown) and the aggregators chosen for cb_nodes == aggr_for. */
   int nnodes, *node_of, *rank_in_node;
   int *aggr, naggr, aggr_for;
@@ -67,7 +69,7 @@ struct pario_coll_ctx {
    * collective calls needs memory it might not get. */
   struct coll_info *info;      /* np: every rank's access in this call */
   struct coll_view_hdr *hdrs;  /* np */
-  int *cnt, *dsp;              /* np: the view exchange's allgatherv */
+  int *cnt, *dsp;              /* np: words and offsets of each rank's runs in vbuf */
   MPI_Offset *bound;           /* np + 1: the plan's domains */
   coll_piece *mine_pc, *aggr_pc; /* np each: this rank's pieces, its window's pieces */
   MPI_Request *reqs;           /* 2 np */

@@ -43,7 +43,7 @@ static void ctx_free(pario_coll_ctx *c) {
   if (c->comm != MPI_COMM_NULL) PMPI_Comm_free(&c->comm);
   void *arrays[] = {c->node_of, c->rank_in_node, c->aggr, c->info, c->hdrs, c->cnt,
                     c->dsp, c->bound, c->mine_pc, c->aggr_pc, c->reqs, c->st, c->cur,
-                    c->cbuf, c->stage, c->pack, c->iv};
+                    c->cbuf, c->stage, c->pack, c->iv, c->vbuf};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
   free(c);
 }

@@ -1,6 +1,7 @@
 /* The view exchange and the view cache. At an aggregated call under views not seen before,
- * every rank learns every rank's view (a header each, then the runs in strided groups,
- * runs.h). From then on both sides of the data exchange compute every message size
+ * every aggregator learns every rank's view (a header each, then the runs in strided groups,
+ * runs.h); the other ranks need only their own, as only an aggregator computes other ranks'
+ * pieces. From then on both sides of the data exchange compute every message size
  * themselves, and no offset lists are sent. The context keeps the last few such sets of views
  * (hint pario_coll_view_cache), by content: each rank tells in the call's allgather which sets
  * hold its own view (coll_info.vhit), and when one set holds every rank's, the call uses it and
@@ -78,19 +79,8 @@ long long coll_views_probe(pario_coll_ctx *c, const pario_view *v) {
 }
 
 
-/* Everyone learns everyone's header; words < 0 says that rank cannot go on. */
-static void gather_headers(pario_coll_ctx *c, const pario_view *v, long long words) {
-  const pario_typemap *t = v->ftm;
-  struct coll_view_hdr h = {v->disp, v->esize, v->contiguous, (long long)t->nruns, t->lb, t->extent,
-                            t->size, words};
-  MPI_Request rq;
-  MPI_Status st;
-  PMPI_Iallgather(&h, COLL_VHDR_WORDS, MPI_LONG_LONG, c->hdrs, COLL_VHDR_WORDS, MPI_LONG_LONG, c->comm, &rq);
-  pario_wait_all(1, &rq, &st);
-}
-
-/* The allgatherv's counts and displacements from the headers: 0 when some rank cannot go on
- * or the total does not fit. */
+/* Where each rank's runs go in an aggregator's vbuf, from the headers: 0 when some rank cannot
+ * go on or the total does not fit. */
 static int layout(pario_coll_ctx *c, long long *total) {
   *total = 0;
   for (int r = 0; r < c->np; r++) {
@@ -125,29 +115,65 @@ static int install(pario_coll_ctx *c, coll_vset *s, int r, const long long *word
   return MPI_SUCCESS;
 }
 
-/* Exchange every rank's view into set s (collective over c->comm). */
+/* Whether this rank is one of the call's aggregators (prepare made c->aggr). */
+static int aggregates(const pario_coll_ctx *c) {
+  for (int i = 0; i < c->naggr; i++)
+    if (c->aggr[i] == c->rank) return 1;
+  return 0;
+}
+
+/* Send one message to every other aggregator, or (aggregator) receive one from every other
+ * rank: buf(r) the buffer of rank r's, n(r) its words; then wait for all of it. */
+static void to_aggregators(pario_coll_ctx *c, long long *mine, int nmine, long long *(*buf)(pario_coll_ctx *, int),
+                           int (*n)(const pario_coll_ctx *, int)) {
+  enum { TAG_VIEW = 11 }; /* every message is received before the rounds start */
+  int nreq = 0;
+  for (int i = 0; i < c->naggr; i++)
+    if (c->aggr[i] != c->rank)
+      PMPI_Isend(mine, nmine, MPI_LONG_LONG, c->aggr[i], TAG_VIEW, c->comm, &c->reqs[nreq++]);
+  for (int r = 0; aggregates(c) && r < c->np; r++)
+    if (r != c->rank) PMPI_Irecv(buf(c, r), n(c, r), MPI_LONG_LONG, r, TAG_VIEW, c->comm, &c->reqs[nreq++]);
+  pario_wait_all(nreq, c->reqs, c->st);
+}
+
+static long long *hdr_buf(pario_coll_ctx *c, int r) { return (long long *)&c->hdrs[r]; }
+static int hdr_words(const pario_coll_ctx *c, int r) { return (void)c, (void)r, COLL_VHDR_WORDS; }
+static long long *run_buf(pario_coll_ctx *c, int r) { return (long long *)c->vbuf + c->dsp[r]; }
+static int run_words(const pario_coll_ctx *c, int r) { return c->cnt[r]; }
+
+/* Exchange the views into set s (collective over c->comm): each rank sends its header to
+ * every aggregator; one allreduce checks that every aggregator can take the runs (nobody
+ * sends them otherwise); each rank sends its runs to every aggregator. An aggregator installs
+ * every rank's view, the others their own. */
 static int exchange(pario_coll_ctx *c, coll_vset *s, const pario_view *mine) {
   size_t nw = coll_runs_words(mine->ftm), n = (size_t)c->np;
-  long long *enc = nw < INT32_MAX / 2 ? malloc(sizeof(long long) * nw) : NULL, *all = NULL, total = 0;
+  long long *enc = nw < INT32_MAX / 2 ? malloc(sizeof(long long) * nw) : NULL, total = 0;
+  int agg = aggregates(c), bad = !enc, anybad = 1, rc = MPI_SUCCESS;
   if (enc) coll_runs_encode(mine->ftm, enc);
   vset_clear(c, s);
   if (!s->views) s->views = calloc(n, sizeof *s->views);
   if (!s->maps) s->maps = calloc(n, sizeof *s->maps);
-  gather_headers(c, mine, enc && s->views && s->maps ? (long long)nw : -1);
-  size_t cap = 0;
-  int bad = !layout(c, &total), anybad = 1, rc = MPI_SUCCESS;
-  if (!bad && !coll_grow(c, COLL_SITE_VIEWS, &all, &cap, sizeof(long long) * (size_t)(total ? total : 1)))
+  bad |= !s->views || !s->maps;
+  const pario_typemap *t = mine->ftm;
+  c->hdrs[c->rank] = (struct coll_view_hdr){mine->disp, mine->esize, mine->contiguous, (long long)t->nruns,
+                                            t->lb, t->extent, t->size, bad ? -1 : (long long)nw};
+  to_aggregators(c, (long long *)&c->hdrs[c->rank], COLL_VHDR_WORDS, hdr_buf, hdr_words);
+  if (!agg) { /* only this rank's own view: from its own header and runs */
+    c->cnt[c->rank] = (int)nw;
+    c->dsp[c->rank] = 0;
+  } else if (!layout(c, &total) ||
+             !coll_grow(c, COLL_SITE_VIEWS, &c->vbuf, &c->vbcap, sizeof(long long) * (size_t)(total ? total : 1))) {
     bad = 1;
-  /* whether every rank can take the runs: nobody enters the allgatherv otherwise */
+  }
+  /* whether every aggregator can take the runs: nobody sends them otherwise */
   if (pario_allreduce_max(&bad, &anybad, 1, MPI_INT, c->comm) != MPI_SUCCESS || anybad) {
     rc = MPI_ERR_NO_MEM;
     goto out;
   }
-  MPI_Request rq;
-  MPI_Status st;
-  PMPI_Iallgatherv(enc, c->cnt[c->rank], MPI_LONG_LONG, all, c->cnt, c->dsp, MPI_LONG_LONG, c->comm, &rq);
-  pario_wait_all(1, &rq, &st);
-  for (int r = 0; r < c->np && rc == MPI_SUCCESS; r++) rc = install(c, s, r, all + c->dsp[r]);
+  to_aggregators(c, enc, (int)nw, run_buf, run_words);
+  if (agg) memcpy(run_buf(c, c->rank), enc, sizeof(long long) * nw);
+  for (int r = 0; r < c->np && rc == MPI_SUCCESS; r++)
+    if (agg || r == c->rank) rc = install(c, s, r, agg ? run_buf(c, r) : enc);
   if (rc == MPI_SUCCESS) {
     s->ok = 1;
     s->key = view_key(&s->views[c->rank]);
@@ -155,13 +181,14 @@ static int exchange(pario_coll_ctx *c, coll_vset *s, const pario_view *mine) {
   }
 out:
   free(enc);
-  free(all);
   return rc;
 }
 
 int coll_views_use(pario_coll_ctx *c, const pario_view *mine) {
   long long hit = -1;
   for (int r = 0; r < c->np; r++) hit &= c->info[r].vhit;
+  for (int i = 0; i < COLL_VSETS_MAX; i++) /* sets forgotten since the probe (new aggregators) */
+    if (!c->vsets[i].ok) hit &= ~(1LL << i);
   int i = 0, rc = MPI_SUCCESS;
   if (hit && c->nvsets > 0) {
     while (!(hit & (1LL << i))) i++;

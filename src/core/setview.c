@@ -246,7 +246,8 @@ int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype 
   /* An info that changes no hint here (HDF5 passes its file's info at every set_view) is as
    * good as none: when no rank's changes one, set_view costs its one agreement and nothing
    * more (no quiescing, no hints broadcast). f->hints changes only in collective calls. */
-  pario_hints nh = f->hints;
+  pario_hints nh;
+  memcpy(&nh, &f->hints, sizeof nh); /* padding too: the comparison is bytewise */
   if (info != MPI_INFO_NULL) pario_hints_update(&nh, info);
   code = view_agree(f, op, code, a.esize, datarep, memcmp(&nh, &f->hints, sizeof nh) != 0, votes, &any_info);
   if (code != MPI_SUCCESS) {

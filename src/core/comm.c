@@ -35,8 +35,13 @@ static long local_ranks(void) {
 /* PARIO_AUTO: spin when every rank here can have a core of its own (sysconf, not the affinity
  * mask: a bound rank sees one CPU however many are free). */
 static int auto_spins(void) {
-  long ranks = local_ranks(), cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  return ranks > 0 && cpus > 0 && ranks <= cpus;
+  static int known = -1; /* decided once: settle calls the tuning at every set_view */
+  int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+  if (k < 0) {
+    long ranks = local_ranks(), cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    __atomic_store_n(&known, k = ranks > 0 && cpus > 0 && ranks <= cpus, __ATOMIC_RELAXED);
+  }
+  return k;
 }
 
 void pario_wait_tune(int mode, long long nap_max_us, long long yield_us) {

@@ -4,6 +4,7 @@
 
 #include <limits.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,14 +33,29 @@ static long local_ranks(void) {
   return 0;
 }
 
+/* The node's load average over the last minute (-1: unknown). */
+static double load_average(void) {
+  double l = -1;
+  FILE *fp = fopen("/proc/loadavg", "r");
+  if (fp && fscanf(fp, "%lf", &l) != 1) l = -1;
+  if (fp) fclose(fp);
+  return l;
+}
+
 /* PARIO_AUTO: spin when every rank here can have a core of its own (sysconf, not the affinity
- * mask: a bound rank sees one CPU however many are free). */
+ * mask: a bound rank sees one CPU however many are free) and the node is not busy with other
+ * work (a load average above the CPUs: spinning ranks would then wait for cores that others
+ * hold; on a shared 2-core machine at load 30, 2 spinning ranks took 8-35 ms per collective
+ * write where napping ones took 1.3-6). Decided once: settle calls the tuning at every
+ * set_view, and sysconf reads /sys. */
 static int auto_spins(void) {
-  static int known = -1; /* decided once: settle calls the tuning at every set_view */
+  static int known = -1;
   int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
   if (k < 0) {
     long ranks = local_ranks(), cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    __atomic_store_n(&known, k = ranks > 0 && cpus > 0 && ranks <= cpus, __ATOMIC_RELAXED);
+    double load = load_average();
+    k = ranks > 0 && cpus > 0 && ranks <= cpus && load >= 0 && load <= (double)cpus;
+    __atomic_store_n(&known, k, __ATOMIC_RELAXED);
   }
   return k;
 }
@@ -57,26 +73,27 @@ int pario_wait_spins(void) {
   return s;
 }
 
+/* How long a spinning wait spins before it naps after all: a guard for a node that turned
+ * busy (the decision is made once), where spinning ranks would hold the cores others need. */
+enum { PARIO_WAIT_SPIN_NS = 20 * 1000 * 1000 };
+
 /* Wait for requests without spinning where ranks share cores: ranks waiting for others would
  * otherwise take the CPU those need whenever ranks outnumber cores (MPI libraries busy-poll
  * in MPI_Wait; a blocking barrier of oversubscribed MPICH ranks costs milliseconds). A short
  * spin keeps latency low; then, for up to yield_ns, every poll gives the core away
  * (sched_yield: whoever else is runnable here runs first, and a free core polls again at
  * once); after that the wait sleeps between polls, up to the longest nap (200 us by default).
- * On dedicated cores (pario_wait_spins) every poll after the short spin yields, and the wait
- * never naps: a nap there is only latency. */
+ * On dedicated cores (pario_wait_spins) every poll after the short spin yields, for up to
+ * 20 ms before the wait naps after all: a nap there is only latency. */
 static void wait_polite(int n, MPI_Request *reqs, MPI_Status *st, int short_wait) {
-  int done = 0, spins = pario_wait_spins();
+  int done = 0;
   long nap = 0, t0 = 0, yield_ns = short_wait ? __atomic_load_n(&w_yield, __ATOMIC_RELAXED) : 0;
   long nap_max = __atomic_load_n(&w_nap_max, __ATOMIC_RELAXED);
+  if (pario_wait_spins()) yield_ns = PARIO_WAIT_SPIN_NS;
   for (int spin = 0; n > 0; spin++) {
     PMPI_Testall(n, reqs, &done, st);
     if (done) return;
     if (spin < 64) continue;
-    if (spins) {
-      sched_yield();
-      continue;
-    }
     if (yield_ns && !t0) t0 = pario_mono_ns();
     if (yield_ns && pario_mono_ns() - t0 < yield_ns) {
       sched_yield();

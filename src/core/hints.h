@@ -49,7 +49,8 @@ typedef struct pario_hints {
                                 writes in one piece (PARIO_COLL_CHUNK) */
   long long coll_window_max; /* pario_coll_window_max: largest collective window on local
                                 storage (PARIO_COLL_WINDOW_MAX) */
-  int wait_mode;             /* pario_wait: PARIO_AUTO (spin on dedicated cores, else nap),
+  int wait_mode;             /* pario_wait: PARIO_AUTO (spin on dedicated cores of an idle
+                                node, else nap),
                                 PARIO_WAIT_SPIN or PARIO_WAIT_NAP (core/comm.c) */
   long long wait_nap_max_us; /* pario_wait_nap_max: the longest nap between polls, us */
   long long wait_yield_us;   /* pario_wait_yield: how long short waits yield before napping, us */

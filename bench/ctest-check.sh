@@ -38,6 +38,7 @@ PARAMS = {
     "btio": "n iterations write_every mode compute_cost hints",
     "remote": "test mode block_size size_per_rank depth servers repeat hints",
     "datarep": "datarep access size hints",
+    "viewswitch": "iterations piece block info repeat hints",
 }
 METRICS = {
     "overlap": "reduce_p_time reduce_s_time ratio reduce_ps_time p_avg_calc p_avg_io s_avg_calc "
@@ -46,10 +47,12 @@ METRICS = {
     "sharedfp": "seconds mb_per_s records_per_s records", "btio": "compute_s io_s total_s mb_per_s",
     "remote": "seconds mb_per_s mb_per_s_min mb_per_s_max requests_per_s",
     "datarep": "seconds mb_per_s",
+    "viewswitch": "seconds us_per_iter mb_per_s",
 }
 # limits mode: the figures with a spread, and (metric, limit, how share is computed) per test.
 SPREAD = {"overlap": "ratio seconds mb_per_s ideal_ratio share", "noncontig": "seconds mb_per_s",
-          "sharedfp": "seconds mb_per_s records_per_s", "btio": "compute_s io_s total_s mb_per_s"}
+          "sharedfp": "seconds mb_per_s records_per_s", "btio": "compute_s io_s total_s mb_per_s",
+          "viewswitch": "seconds us_per_iter mb_per_s"}
 def limit_of(m):
     s, t = m["suite"], m["test"]
     if s == "sharedfp" and t in ("write_shared", "iwrite_shared"):

@@ -1,5 +1,5 @@
 /* pario-bench: the parallel I/O experiments of pario's seed papers as one MPI program with
- * subcommands (overlap, cfs, noncontig, sharedfp, btio, remote, datarep). Uses only the standard
+ * subcommands (overlap, cfs, noncontig, sharedfp, btio, remote, datarep, viewswitch). Uses only the standard
  * MPI-IO API, so the same binary measures the native MPI-IO and pario (LD_PRELOAD=libpario.so). */
 #include "bench.h"
 
@@ -23,6 +23,7 @@ static const suite_entry suites[] = {
     {"btio", "BTIO-style 3-D field checkpoints: blocking, nonblocking, stage (RIO)", btio_main, btio_usage},
     {"remote", "transfer rate against clients and servers, blocking and pipelined (RIO)", remote_main, remote_usage},
     {"datarep", "doubles through native and external32 views: the cost of conversion (RIO)", datarep_main, datarep_usage},
+    {"viewswitch", "HDF5-like collective writes with a view set and reset around each", viewswitch_main, viewswitch_usage},
 };
 #define NSUITES (int)(sizeof suites / sizeof suites[0])
 

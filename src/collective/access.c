@@ -1,6 +1,6 @@
 /* A collective data access: every rank's access is allgathered, every rank decides alike
  * whether to aggregate (decide.c); then either each rank accesses the file on its own (with
- * data sieving) or all run two-phase I/O: views exchanged when they changed, aggregators and
+ * data sieving) or all run two-phase I/O: views exchanged unless cached (viewx.c), aggregators and
  * plan, buffers, one agreement that every rank is ready, the rounds. Every path ends with one
  * agreement on the outcome: any rank's failure is every rank's error; ranks never abort. */
 #include "collective/internal.h"
@@ -72,25 +72,25 @@ static struct coll_info describe(const pario_file *f, const pario_view *v, int r
   return in;
 }
 
-/* Views (when their generation changed), aggregators (when cb_nodes changed), the plan and the
- * buffers of an aggregated call x; this rank's result. */
+/* Aggregators (when cb_nodes changed: then the cached views go too, as only the aggregators
+ * hold other ranks' views), views (exchanged unless every rank's is in one cached set), the
+ * plan and the buffers of an aggregated call x; this rank's result. */
 static int prepare(pario_coll_ctx *c, coll_call *x) {
   pario_file *f = c->f;
-  if (!c->views_ok || c->views_gen != x->view->gen) {
-    int rc = coll_views_exchange(c, x->view);
-    if (rc != MPI_SUCCESS)
-      return pario_err(rc, x->op, f->filename, 0, "cannot exchange the views (%s)",
-                       rc == MPI_ERR_NO_MEM ? "out of memory" : "bad data");
-  }
   if (c->aggr_for != f->hints.cb_nodes) {
     c->naggr = coll_aggregators(f->hints.cb_nodes, c->np, c->nnodes, c->node_of, c->rank_in_node, c->aggr);
     c->aggr_for = f->hints.cb_nodes;
+    coll_views_forget(c);
   }
+  int rc = coll_views_use(c, x->view);
+  if (rc != MPI_SUCCESS)
+    return pario_err(rc, x->op, f->filename, 0, "cannot exchange the views (%s)",
+                     rc == MPI_ERR_NO_MEM ? "out of memory" : "bad data");
   MPI_Offset lo, hi;
   coll_span(c->info, c->np, &lo, &hi);
   x->plan = (coll_plan){.naggr = c->naggr, .bound = c->bound,
                         .align = coll_plan_align(f->hints.striping_unit, f->hints.cb_block_size),
-                        .cb = coll_window_size(f->hints.cb_buffer_size, f->drv->remote)};
+                        .cb = coll_window_size(f->hints.cb_buffer_size, f->drv->remote, f->hints.coll_window_max)};
   coll_plan_make(&x->plan, lo, hi);
   x->me_aggr = -1;
   for (int i = 0; i < c->naggr; i++)
@@ -150,6 +150,9 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
   }
   MPI_Offset n = readable(f, s->view, rw, pos, want);
   struct coll_info mine = describe(f, s->view, rw, pos, n);
+  c->nvsets = f->hints.coll_view_cache; /* a shared hint: the same on every rank */
+  mine.disp = s->view->disp;
+  mine.vhit = coll_views_probe(c, s->view);
   MPI_Request rq;
   MPI_Status st;
   uint64_t t0 = PARIO_TRACE_T0();

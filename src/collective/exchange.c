@@ -22,12 +22,12 @@
  * agreement is needed after a read. */
 enum { TAG = 7, TAG_ERR = 1000 };
 /* The window is handled in chunks small enough to stay in the CPU cache while they are read,
- * filled and written; on remote storage in one piece, as each storage access is a network
- * round trip (the driver pipelines a large access in requests of its own). */
-enum { CHUNK = 512 << 10 };
-
+ * filled and written (hint pario_coll_chunk, 512 KiB by default); on remote storage in one
+ * piece, as each storage access is a network round trip (the driver pipelines a large access
+ * in requests of its own). */
 static MPI_Offset chunk_size(const pario_coll_ctx *c, const coll_call *x) {
-  return c->f->drv->remote ? PARIO_MAX(x->plan.cb, (MPI_Offset)CHUNK) : CHUNK;
+  MPI_Offset chunk = (MPI_Offset)c->f->hints.coll_chunk;
+  return c->f->drv->remote ? PARIO_MAX(x->plan.cb, chunk) : chunk;
 }
 
 /* Rank r's data in file window [lo, hi): data positions [*s, *e). Both sides of a message

@@ -16,6 +16,19 @@ struct coll_view_hdr {
 enum { COLL_VHDR_WORDS = sizeof(struct coll_view_hdr) / sizeof(long long) };
 _Static_assert(sizeof(struct coll_view_hdr) == COLL_VHDR_WORDS * sizeof(long long), "coll_view_hdr is words");
 
+/* One set of every rank's view as one view exchange brought them (views[rank] and maps[rank]
+ * too: a copy of this rank's view, to compare with). Displacements are not part of it: every
+ * call's allgather brings them (coll_info.disp). */
+enum { COLL_VSETS_MAX = 16, COLL_VSETS_DEFAULT = 4 };
+typedef struct coll_vset {
+  int ok;                  /* holds views (else empty) */
+  unsigned long long used; /* the context's call count when last used: the oldest goes first */
+  unsigned long long key;  /* hash of this rank's entry (coll_view_key) */
+  unsigned long own_gen;   /* a view generation known to equal this rank's entry (0: none) */
+  pario_view *views;       /* np */
+  pario_typemap *maps;     /* np */
+} coll_vset;
+
 /* A contiguous range of one rank's data stream that one aggregator handles in one round. */
 typedef struct coll_piece {
   int peer;        /* the other rank (the aggregator, or the rank whose data it is) */
@@ -40,12 +53,12 @@ struct pario_coll_ctx {
   pario_file *f;
   MPI_Comm comm; /* private duplicate: the exchange's messages meet nothing else */
   int rank, np;
-  /* Every rank's view as exchanged for view generation views_gen (views[rank] unused: a
-   * call uses its own snapshot's view). */
-  int views_ok;
-  unsigned long views_gen;
-  pario_view *views;
-  pario_typemap *maps;
+  /* The view cache (viewx.c): the last few sets of every rank's view, kept by content; vset is
+   * the set of the call in progress. */
+  coll_vset vsets[COLL_VSETS_MAX];
+  int nvsets, vset;
+  long long *vbuf; /* an aggregator's received runs (grown, kept) */
+  size_t vbcap;
   /* Nodes (node_of NULL: unknown) and the aggregators chosen for cb_nodes == aggr_for. */
   int nnodes, *node_of, *rank_in_node;
   int *aggr, naggr, aggr_for;
@@ -56,7 +69,7 @@ struct pario_coll_ctx {
    * collective calls needs memory it might not get. */
   struct coll_info *info;      /* np: every rank's access in this call */
   struct coll_view_hdr *hdrs;  /* np */
-  int *cnt, *dsp;              /* np: the view exchange's allgatherv */
+  int *cnt, *dsp;              /* np: words and offsets of each rank's runs in vbuf */
   MPI_Offset *bound;           /* np + 1: the plan's domains */
   coll_piece *mine_pc, *aggr_pc; /* np each: this rank's pieces, its window's pieces */
   MPI_Request *reqs;           /* 2 np */
@@ -91,13 +104,17 @@ typedef struct coll_call {
  * allocation for the PARIO_TEST_COLL_NOMEM knob. */
 int coll_grow(const pario_coll_ctx *c, int site, void *pp, size_t *cap, size_t need);
 
-/* viewx.c: exchange every rank's view (collective over c->comm, every rank at the same call).
- * A failure before the runs are sent is every rank's; one after (decoding) only this rank's,
- * and the caller's agreement makes it everyone's. */
-int coll_views_exchange(pario_coll_ctx *c, const pario_view *mine);
+/* viewx.c: the view cache. coll_views_probe: the sets (bits) whose entry for this rank equals
+ * its view v, sent in the call's allgather (coll_info.vhit). coll_views_use, after the
+ * allgather (every rank at the same call): the set every rank found its view in, else a view
+ * exchange (collective over c->comm) into the oldest set; then every rank's displacement from
+ * c->info. A failure before the runs are sent is every rank's; one after (decoding) only this
+ * rank's, and the caller's agreement makes it everyone's (then every rank forgets every set). */
+long long coll_views_probe(pario_coll_ctx *c, const pario_view *v);
+int coll_views_use(pario_coll_ctx *c, const pario_view *mine);
 void coll_views_forget(pario_coll_ctx *c);
 static inline const pario_view *coll_view_of(const pario_coll_ctx *c, const coll_call *x, int r) {
-  return r == c->rank ? x->view : &c->views[r];
+  return r == c->rank ? x->view : &c->vsets[c->vset].views[r];
 }
 
 /* exchange.c: grow the buffers that the rounds of x need (before the agreement that starts

@@ -41,9 +41,9 @@ static void ctx_free(pario_coll_ctx *c) {
   if (!c) return;
   coll_views_forget(c);
   if (c->comm != MPI_COMM_NULL) PMPI_Comm_free(&c->comm);
-  void *arrays[] = {c->views, c->maps, c->node_of, c->rank_in_node, c->aggr, c->info, c->hdrs, c->cnt,
-                    c->dsp, c->bound, c->mine_pc, c->aggr_pc, c->reqs, c->st, c->cur, c->ranges, c->heap,
-                    c->cbuf, c->stage, c->pack, c->iv};
+  void *arrays[] = {c->node_of, c->rank_in_node, c->aggr, c->info, c->hdrs, c->cnt, c->dsp, c->bound,
+                    c->mine_pc, c->aggr_pc, c->reqs, c->st, c->cur, c->ranges, c->heap, c->cbuf,
+                    c->stage, c->pack, c->iv, c->vbuf};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
   free(c);
 }
@@ -59,8 +59,6 @@ static pario_coll_ctx *ctx_alloc(pario_file *f, int **lead) {
   c->rank = f->rank;
   c->np = f->nprocs;
   knobs_read(c);
-  c->views = calloc(n, sizeof *c->views);
-  c->maps = calloc(n, sizeof *c->maps);
   c->node_of = malloc(n * sizeof(int));
   c->rank_in_node = malloc(n * sizeof(int));
   c->aggr = malloc(n * sizeof(int));
@@ -77,7 +75,7 @@ static pario_coll_ctx *ctx_alloc(pario_file *f, int **lead) {
   c->ranges = malloc(n * sizeof(coll_range));
   c->heap = malloc(n * sizeof(coll_hent));
   *lead = malloc(n * sizeof(int));
-  if (!c->views || !c->maps || !c->node_of || !c->rank_in_node || !c->aggr || !c->info || !c->hdrs ||
+  if (!c->node_of || !c->rank_in_node || !c->aggr || !c->info || !c->hdrs ||
       !c->cnt || !c->dsp || !c->bound || !c->mine_pc || !c->aggr_pc || !c->reqs || !c->st || !c->cur ||
       !c->ranges || !c->heap ||
       !*lead || (c->nomem_site == COLL_SITE_CONTEXT && c->rank == c->nomem_rank)) {

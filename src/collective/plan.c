@@ -62,9 +62,9 @@ MPI_Offset coll_plan_align(long long striping_unit, long long cb_block_size) {
   return striping_unit > 0 ? striping_unit : cb_block_size > 0 ? cb_block_size : 1;
 }
 
-MPI_Offset coll_window_size(long long cb_buffer_size, int remote) {
+MPI_Offset coll_window_size(long long cb_buffer_size, int remote, long long window_max) {
   MPI_Offset cb = cb_buffer_size > 0 ? cb_buffer_size : COLL_CB_DEFAULT;
-  return remote ? cb : PARIO_MIN(cb, COLL_WINDOW_MAX);
+  return remote ? cb : PARIO_MIN(cb, window_max > 0 ? window_max : COLL_WINDOW_MAX);
 }
 
 void coll_span(const struct coll_info *info, int np, MPI_Offset *lo, MPI_Offset *hi) {

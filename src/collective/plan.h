@@ -20,6 +20,8 @@ struct coll_info {
   long long through;     /* a read of it, alone or aggregated, reads through its holes: its
                             view is contiguous or its holes are at most pario_read_max_gap (a
                             sieving read of it would read all of [first, last)) */
+  long long disp;        /* its view's displacement (the view cache keeps the rest, viewx.c) */
+  long long vhit;        /* the view cache's sets whose entry for this rank is its view (bits) */
 };
 enum { COLL_INFO_WORDS = sizeof(struct coll_info) / sizeof(long long) };
 _Static_assert(sizeof(struct coll_info) == COLL_INFO_WORDS * sizeof(long long), "coll_info is words");
@@ -86,7 +88,7 @@ int coll_node_map(int np, const int *lead, int *node_of, int *rank_in_node);
  * turn; node_of NULL (no node map): the first k ranks. Returns how many. */
 int coll_aggregators(int k, int np, int nnodes, const int *node_of, const int *rank_in_node, int *aggr);
 
-/* Largest window: bigger rounds only push the staged data out of the CPU cache, while
+/* Largest window (the default of hint pario_coll_window_max): bigger rounds only push the staged data out of the CPU cache, while
  * cb_buffer_size still bounds the memory an aggregator stages. Remote storage takes the whole
  * cb_buffer_size: there a round costs a network round trip, which outweighs the cache. */
 enum { COLL_WINDOW_MAX = 4 << 20, COLL_CB_DEFAULT = 16 << 20 };
@@ -101,8 +103,9 @@ typedef struct coll_plan {
 
 /* The alignment unit: striping_unit, else cb_block_size, else 1 (0 means not given). */
 MPI_Offset coll_plan_align(long long striping_unit, long long cb_block_size);
-/* Window size for cb_buffer_size (0: not given), on remote storage or not. */
-MPI_Offset coll_window_size(long long cb_buffer_size, int remote);
+/* Window size for cb_buffer_size (0: not given), on remote storage or not; window_max: the
+ * largest on local storage (hint pario_coll_window_max; 0: COLL_WINDOW_MAX). */
+MPI_Offset coll_window_size(long long cb_buffer_size, int remote, long long window_max);
 /* The file span [*lo, *hi) the ranks access; *lo >= *hi when nobody accesses anything. */
 void coll_span(const struct coll_info *info, int np, MPI_Offset *lo, MPI_Offset *hi);
 /* Cut [lo, hi) into p->naggr domains of equal size, inner boundaries moved down to multiples

@@ -4,8 +4,12 @@
 
 #include <limits.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "core/hints.h"
 
 long pario_mono_ns(void) {
   struct timespec ts;
@@ -13,15 +17,79 @@ long pario_mono_ns(void) {
   return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
-/* Wait for requests without spinning: ranks waiting for others would otherwise take the CPU
- * those need whenever ranks outnumber cores (MPI libraries busy-poll in MPI_Wait; a blocking
- * barrier of oversubscribed MPICH ranks costs milliseconds). A short spin keeps latency low;
- * then, for up to yield_ns, every poll gives the core away (sched_yield: whoever else is
- * runnable here runs first, and a free core polls again at once); after that the wait sleeps
- * between polls, up to 200 us. */
-static void wait_polite(int n, MPI_Request *reqs, MPI_Status *st, long yield_ns) {
+/* The waits' settings (pario_wait_tune): whether they spin, the longest nap, and the yield
+ * period of short waits, in ns. Written before a file's collective calls start, read by every
+ * waiting thread: relaxed atomics, as any of the values is safe at any time. */
+static int w_spin = -1; /* -1: not decided yet (PARIO_AUTO until a file says otherwise) */
+static long w_nap_max = PARIO_WAIT_NAP_MAX_US * 1000, w_yield = PARIO_WAIT_YIELD_US * 1000;
+
+/* This node's ranks of the job, from the launcher (0: unknown). */
+static long local_ranks(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && atol(v) > 0) return atol(v);
+  }
+  return 0;
+}
+
+/* The node's load average over the last minute (-1: unknown). */
+static double load_average(void) {
+  double l = -1;
+  FILE *fp = fopen("/proc/loadavg", "r");
+  if (fp && fscanf(fp, "%lf", &l) != 1) l = -1;
+  if (fp) fclose(fp);
+  return l;
+}
+
+/* PARIO_AUTO: spin when every rank here can have a core of its own (sysconf, not the affinity
+ * mask: a bound rank sees one CPU however many are free) and the node is not busy with other
+ * work (a load average above the CPUs: spinning ranks would then wait for cores that others
+ * hold; on a shared 2-core machine at load 30, 2 spinning ranks took 8-35 ms per collective
+ * write where napping ones took 1.3-6). Decided once: settle calls the tuning at every
+ * set_view, and sysconf reads /sys. */
+static int auto_spins(void) {
+  static int known = -1;
+  int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+  if (k < 0) {
+    long ranks = local_ranks(), cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    double load = load_average();
+    k = ranks > 0 && cpus > 0 && ranks <= cpus && load >= 0 && load <= (double)cpus;
+    __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+  }
+  return k;
+}
+
+void pario_wait_tune(int mode, long long nap_max_us, long long yield_us) {
+  int spin = mode == PARIO_WAIT_SPIN ? 1 : mode == PARIO_WAIT_NAP ? 0 : auto_spins();
+  __atomic_store_n(&w_nap_max, (long)PARIO_MAX(1, nap_max_us) * 1000L, __ATOMIC_RELAXED);
+  __atomic_store_n(&w_yield, (long)PARIO_MAX(0, yield_us) * 1000L, __ATOMIC_RELAXED);
+  __atomic_store_n(&w_spin, spin, __ATOMIC_RELAXED);
+}
+
+int pario_wait_spins(void) {
+  int s = __atomic_load_n(&w_spin, __ATOMIC_RELAXED);
+  if (s < 0) __atomic_store_n(&w_spin, s = auto_spins(), __ATOMIC_RELAXED); /* the same on every racer */
+  return s;
+}
+
+/* How long a spinning wait spins before it naps after all: a guard for a node that turned
+ * busy (the decision is made once), where spinning ranks would hold the cores others need. */
+enum { PARIO_WAIT_SPIN_NS = 20 * 1000 * 1000 };
+
+/* Wait for requests without spinning where ranks share cores: ranks waiting for others would
+ * otherwise take the CPU those need whenever ranks outnumber cores (MPI libraries busy-poll
+ * in MPI_Wait; a blocking barrier of oversubscribed MPICH ranks costs milliseconds). A short
+ * spin keeps latency low; then, for up to yield_ns, every poll gives the core away
+ * (sched_yield: whoever else is runnable here runs first, and a free core polls again at
+ * once); after that the wait sleeps between polls, up to the longest nap (200 us by default).
+ * On dedicated cores (pario_wait_spins) every poll after the short spin yields, for up to
+ * 20 ms before the wait naps after all: a nap there is only latency. */
+static void wait_polite(int n, MPI_Request *reqs, MPI_Status *st, int short_wait) {
   int done = 0;
-  long nap = 0, t0 = 0;
+  long nap = 0, t0 = 0, yield_ns = short_wait ? __atomic_load_n(&w_yield, __ATOMIC_RELAXED) : 0;
+  long nap_max = __atomic_load_n(&w_nap_max, __ATOMIC_RELAXED);
+  if (pario_wait_spins()) yield_ns = PARIO_WAIT_SPIN_NS;
   for (int spin = 0; n > 0; spin++) {
     PMPI_Testall(n, reqs, &done, st);
     if (done) return;
@@ -31,20 +99,20 @@ static void wait_polite(int n, MPI_Request *reqs, MPI_Status *st, long yield_ns)
       sched_yield();
       continue;
     }
-    nap = nap ? PARIO_MIN(nap * 2, 200000) : 2000;
-    struct timespec ts = {0, nap};
+    nap = nap ? PARIO_MIN(nap * 2, nap_max) : PARIO_MIN(2000, nap_max);
+    struct timespec ts = {nap / 1000000000L, nap % 1000000000L};
     nanosleep(&ts, NULL);
   }
 }
 
-/* Bulk exchanges (two-phase I/O) nap at once: yielding waiters still took time from the
- * aggregator that moves the data (docs/collective.md). */
+/* Bulk exchanges (two-phase I/O) nap at once where ranks share cores: yielding waiters still
+ * took time from the aggregator that moves the data (docs/collective.md). */
 void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st) { wait_polite(n, reqs, st, 0); }
 
 /* Small collectives whose latency is the cost (ordered calls, seek_shared): a nap of up to
- * 200 us per message costs more than the call, so polls yield for up to 2 ms first
- * (docs/sharedfp.md). */
-void pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st) { wait_polite(n, reqs, st, 2000000L); }
+ * 200 us per message costs more than the call, so polls yield for a while (pario_wait_yield,
+ * 2 ms by default) first (docs/sharedfp.md). */
+void pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st) { wait_polite(n, reqs, st, 1); }
 
 int pario_allreduce_max(void *in, void *out, int n, MPI_Datatype type, MPI_Comm comm) {
   MPI_Request r;

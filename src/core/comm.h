@@ -6,6 +6,17 @@
 
 #include "core/common.h"
 
+/* The polite waits' settings, process-wide (every file's hints set them, the last one wins):
+ * mode PARIO_AUTO, PARIO_WAIT_SPIN or PARIO_WAIT_NAP (core/hints.h), the longest nap and how
+ * long short waits yield before napping, in microseconds. PARIO_AUTO spins (polls that yield
+ * the core to whatever else is runnable, for up to 20 ms before a nap) when this node's ranks
+ * of the job do not outnumber its online CPUs and its load average does not exceed them, and
+ * naps otherwise; the count comes from the launcher's environment (OMPI_COMM_WORLD_LOCAL_SIZE,
+ * MPI_LOCALNRANKS, PMI_LOCAL_SIZE), unknown counts nap; decided at the first wait. Until a
+ * file sets them, the defaults with PARIO_AUTO. */
+void pario_wait_tune(int mode, long long nap_max_us, long long yield_us);
+/* Whether the waits spin now (tests, pario-bench). */
+int pario_wait_spins(void);
 /* MPI_Waitall that sleeps between polls after a short spin (bulk exchanges). */
 void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st);
 /* The same for small collectives whose latency matters: polls yield the core for a while

@@ -82,6 +82,16 @@ static void apply(pario_hints *h, const char *k, const char *v) {
   else if (!strcmp(k, "romio_no_indep_rw")) { int t; if (parse_tristate(v, &t)) h->romio_no_indep_rw = t == PARIO_ENABLE; }
   else if (!strcmp(k, "pario_trace")) snprintf(h->trace, sizeof h->trace, "%s", v);
   else if (!strcmp(k, "pario_trace_filter")) snprintf(h->trace_filter, sizeof h->trace_filter, "%s", v);
+  else if (!strcmp(k, "pario_coll_view_cache")) { if (parse_size(v, &x) && x >= 1 && x <= PARIO_COLL_VIEW_CACHE_MAX) h->coll_view_cache = (int)x; }
+  else if (!strcmp(k, "pario_coll_chunk")) { if (parse_size(v, &x) && x >= 4096 && x <= (1LL << 30)) h->coll_chunk = x; }
+  else if (!strcmp(k, "pario_coll_window_max")) { if (parse_size(v, &x) && x >= 4096 && x <= (1LL << 30)) h->coll_window_max = x; }
+  else if (!strcmp(k, "pario_wait")) {
+    if (!strcmp(v, "spin")) h->wait_mode = PARIO_WAIT_SPIN;
+    else if (!strcmp(v, "nap")) h->wait_mode = PARIO_WAIT_NAP;
+    else if (!strcmp(v, "auto") || !strcmp(v, "automatic")) h->wait_mode = PARIO_AUTO;
+  }
+  else if (!strcmp(k, "pario_wait_nap_max")) { if (parse_size(v, &x) && x >= 1 && x <= 1000000) h->wait_nap_max_us = x; }
+  else if (!strcmp(k, "pario_wait_yield")) { if (parse_size(v, &x) && x <= 10000000) h->wait_yield_us = x; }
   else if (pario_driver_hint_key(k)) apply_drv(h, k, v);
   else if (!strcmp(k, "pario_sharedfp")) {
     static const char *ok[] = {"auto", "sm", "rma", "addproc", "lockedfile", "individual", "server", NULL};
@@ -146,6 +156,11 @@ void pario_hints_init(pario_hints *h, MPI_Info info) {
   h->file_perm = 0666; /* the process umask still applies */
   h->io_threads = 1;
   snprintf(h->sharedfp, sizeof h->sharedfp, "auto");
+  h->coll_view_cache = PARIO_COLL_VIEW_CACHE;
+  h->coll_chunk = PARIO_COLL_CHUNK;
+  h->coll_window_max = PARIO_COLL_WINDOW_MAX;
+  h->wait_nap_max_us = PARIO_WAIT_NAP_MAX_US;
+  h->wait_yield_us = PARIO_WAIT_YIELD_US;
   apply_env_file(h);
   apply_info(h, info);
 }
@@ -185,6 +200,12 @@ int pario_hints_to_info(const pario_hints *h, int nodes, MPI_Info *info) {
   PMPI_Info_set(*info, "pario_direct_io", h->direct_io ? "true" : "false");
   set_ll(*info, "pario_io_threads", h->io_threads);
   PMPI_Info_set(*info, "pario_sharedfp", h->sharedfp);
+  set_ll(*info, "pario_coll_view_cache", h->coll_view_cache);
+  set_ll(*info, "pario_coll_chunk", h->coll_chunk);
+  set_ll(*info, "pario_coll_window_max", h->coll_window_max);
+  PMPI_Info_set(*info, "pario_wait", h->wait_mode == PARIO_WAIT_SPIN ? "spin" : h->wait_mode == PARIO_WAIT_NAP ? "nap" : "auto");
+  set_ll(*info, "pario_wait_nap_max", h->wait_nap_max_us);
+  set_ll(*info, "pario_wait_yield", h->wait_yield_us);
   /* ROMIO's keys that programs from ROMIO look for: collective-only access as promised, and
    * aggregator placement as pario does it: one per node, more on each node only when
    * cb_nodes exceeds the node count. */
@@ -201,6 +222,9 @@ static void shared_pack(const pario_hints *h, long long *v) {
   v[4] = h->striping_unit;
   v[5] = h->cb_block_size;
   memcpy(&v[6], h->sharedfp, 2 * sizeof(long long));
+  v[8] = h->coll_view_cache;
+  v[9] = h->coll_chunk;
+  v[10] = h->coll_window_max;
 }
 
 static void shared_unpack(pario_hints *h, const long long *v) {
@@ -213,6 +237,9 @@ static void shared_unpack(pario_hints *h, const long long *v) {
   h->cb_block_size = v[5];
   memcpy(h->sharedfp, &v[6], 2 * sizeof(long long));
   h->sharedfp[sizeof h->sharedfp - 1] = '\0';
+  h->coll_view_cache = (int)v[8];
+  h->coll_chunk = v[9];
+  h->coll_window_max = v[10];
 }
 
 /* The one way ranks agree on hints: one broadcast from rank 0 carries its values of the hints

@@ -8,11 +8,18 @@
 #include "rio/window.h"
 
 enum { PARIO_AUTO = 0, PARIO_ENABLE = 1, PARIO_DISABLE = 2 };
+enum { PARIO_WAIT_SPIN = 1, PARIO_WAIT_NAP = 2 }; /* pario_wait (PARIO_AUTO: decided at run time) */
 enum { PARIO_DRV_HINTS = 6 };
 /* pario_read_max_gap's default: reading a hole through the page cache costs a copy, one read
  * more costs a system call; where they cost the same is measured in docs/collective.md
  * ("Read volume"). The server's READ reads through the same holes (rio/window.h). */
 #define PARIO_READ_MAX_GAP ((long long)RIO_WINDOW_MAX_GAP)
+/* The tuning hints' defaults (hints.h's last block). */
+enum { PARIO_COLL_VIEW_CACHE = 4, PARIO_COLL_VIEW_CACHE_MAX = 16 };
+#define PARIO_COLL_CHUNK (512LL << 10)
+#define PARIO_COLL_WINDOW_MAX (4LL << 20)
+#define PARIO_WAIT_NAP_MAX_US 200LL
+#define PARIO_WAIT_YIELD_US 2000LL
 
 typedef struct pario_hints {
   long long cb_buffer_size;
@@ -36,6 +43,19 @@ typedef struct pario_hints {
   char trace_filter[512]; /* pario_trace_filter: what is traced (src/trace/filter.h) */
   int romio_no_indep_rw;   /* ROMIO's promise of collective-only access: accepted and
                               reported; pario opens on every rank either way */
+  /* Tuning constants as hints (issue 34 item 5; docs/collective.md "Tuning hints"): pario_*
+   * keys in an info or a PARIO_HINTS line, with the defaults below. */
+  int coll_view_cache;       /* pario_coll_view_cache: sets of every rank's views a collective
+                                context keeps (1..16; PARIO_COLL_VIEW_CACHE) */
+  long long coll_chunk;      /* pario_coll_chunk: bytes of a window an aggregator fills and
+                                writes in one piece (PARIO_COLL_CHUNK) */
+  long long coll_window_max; /* pario_coll_window_max: largest collective window on local
+                                storage (PARIO_COLL_WINDOW_MAX) */
+  int wait_mode;             /* pario_wait: PARIO_AUTO (spin on dedicated cores of an idle
+                                node, else nap),
+                                PARIO_WAIT_SPIN or PARIO_WAIT_NAP (core/comm.c) */
+  long long wait_nap_max_us; /* pario_wait_nap_max: the longest nap between polls, us */
+  long long wait_yield_us;   /* pario_wait_yield: how long short waits yield before napping, us */
   /* A driver's own keys (those under its hint_prefix, driver/driver.h), kept verbatim for
    * its open_ex; the driver reports them itself. */
   struct {
@@ -54,7 +74,7 @@ void pario_hints_update(pario_hints *h, MPI_Info info);
 /* The hints that must be the same on every rank (the collective-buffering ones, which make
  * the two-phase plan, and pario_sharedfp): packed into PARIO_HINTS_SHARED numbers so that
  * every rank can adopt rank 0's values. */
-enum { PARIO_HINTS_SHARED = 8 };
+enum { PARIO_HINTS_SHARED = 11 };
 /* Every rank of comm adopts rank 0's shared hints; extra (up to 4 values) travels with them
  * from rank 0 in the same broadcast. Collective. MPI_SUCCESS or an error class. */
 int pario_hints_agree(MPI_Comm comm, pario_hints *h, long long *extra, int nextra);

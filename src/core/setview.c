@@ -106,6 +106,7 @@ void pario_hints_settle(pario_file *f) {
       f->locks_work = f->drv->lock_probe && f->drv->lock_probe(f->dh, PARIO_LOCK_WRITE) == 0 ? 1 : -1;
     if (f->locks_work < 0 || (f->oflags & O_ACCMODE) == O_WRONLY) h->romio_ds_write = PARIO_DISABLE;
   }
+  pario_wait_tune(h->wait_mode, h->wait_nap_max_us, h->wait_yield_us);
 }
 
 static unsigned long hash_str(const char *s) {
@@ -189,12 +190,13 @@ static int check_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Dataty
   return MPI_SUCCESS;
 }
 
-/* Agreement on the arguments: the worst local error, etype size, datarep, whether any rank
- * gave hints, and one value per layer (core/layer.h). 0 or an error code. */
+/* Agreement on the arguments: the worst local error, etype size, datarep, whether any rank's
+ * info changes a hint (new_hints: whether this rank's does), and one value per layer
+ * (core/layer.h). 0 or an error code. */
 static int view_agree(pario_file *f, const char *op, int code, MPI_Offset esize,
-                      const char *datarep, MPI_Info info, long long votes[PARIO_SLOTS], int *any_info) {
+                      const char *datarep, int new_hints, long long votes[PARIO_SLOTS], int *any_info) {
   enum { N = 6 };
-  long long v[N + PARIO_SLOTS] = {code != MPI_SUCCESS, 0, 0, 0, 0, info != MPI_INFO_NULL}, r[N + PARIO_SLOTS];
+  long long v[N + PARIO_SLOTS] = {code != MPI_SUCCESS, 0, 0, 0, 0, new_hints}, r[N + PARIO_SLOTS];
   pario_layers_view_votes(f, v + N);
   if (code == MPI_SUCCESS) {
     v[1] = esize;
@@ -241,15 +243,19 @@ int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype 
   long long votes[PARIO_SLOTS];
   int any_info = 0;
   int code = check_view(f, op, disp, etype, filetype, datarep, &a);
-  code = view_agree(f, op, code, a.esize, datarep, info, votes, &any_info);
+  /* An info that changes no hint here (HDF5 passes its file's info at every set_view) is as
+   * good as none: when no rank's changes one, set_view costs its one agreement and nothing
+   * more (no quiescing, no hints broadcast). f->hints changes only in collective calls. */
+  pario_hints nh;
+  memcpy(&nh, &f->hints, sizeof nh); /* padding too: the comparison is bytewise */
+  if (info != MPI_INFO_NULL) pario_hints_update(&nh, info);
+  code = view_agree(f, op, code, a.esize, datarep, memcmp(&nh, &f->hints, sizeof nh) != 0, votes, &any_info);
   if (code != MPI_SUCCESS) {
     pario_typemap_free(a.fown);
     return code;
   }
-  pario_hints nh = f->hints;
   if (any_info) { /* hints change: nothing in flight may see it, and rank 0's shared ones win */
     pario_layers_quiesce(f);
-    pario_hints_update(&nh, info);
     if (pario_hints_agree(f->comm, &nh, NULL, 0) != MPI_SUCCESS) {
       pario_typemap_free(a.fown);
       return pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement on hints failed");

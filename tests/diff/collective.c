@@ -531,6 +531,20 @@ static void eof_read(long opno, const pat_t *P)
   read_part(opno, rv, &q, n, NULL);
 }
 
+/* --revisit: back to the epoch's pattern view twice (built afresh: the same content), each
+ * time a collective write or read under it and perhaps another rank's view in between, as
+ * HDF5 and PnetCDF return to views they set before (pario's view cache, issue 34). */
+static void revisit(long opno, const pat_t *P)
+{
+  for (int k = 0; k < 2; k++) {
+    part_t q = part_for(P, me);
+    coll_set_view(pnames[P->kind], &q);
+    if (rpct(&S, 50)) write_step(opno, &q);
+    else read_part(opno, read_variant(), &q, q.n, NULL);
+    if (np > 1 && rpct(&S, 50)) cross_read(opno, P);
+  }
+}
+
 static void epoch(long e)
 {
   if (rpct(&S, 40)) {
@@ -552,6 +566,7 @@ static void epoch(long e)
   else read_part(e, read_variant(), &p, p.n, NULL);
   if (np > 1 && rpct(&S, 50)) cross_read(e, &P);
   if (rpct(&S, 40)) eof_read(e, &P);
+  if (O.revisit) revisit(e, &P);
   free_view();          /* E's handle goes with the epoch; the default view until the next */
   F.etype = dt_wrap(MPI_BYTE, 0, xsprintf("BYTE"));
   F.ftype = dt_wrap(MPI_BYTE, 0, xsprintf("BYTE"));

@@ -1713,7 +1713,7 @@ static void usage(void)
     fprintf(stderr,
       "usage: difftest --seed S --ops N --file PATH --log PATH [--max-file BYTES] [--model]\n"
       "                [--portable] [--turns] [--expect-pario|--expect-native] [--verbose]\n"
-      "                [--pattern coll [--zero-size-views] [--root-header]] [--eof-strict]\n"
+      "                [--pattern coll [--zero-size-views] [--root-header] [--revisit]] [--eof-strict]\n"
       "       difftest --probe N --file PATH [--seed S] [--portable]   (one rank)\n"
       "Replays a seed-determined random sequence of N MPI-IO calls on PATH (pre-filled with a\n"
       "known pattern) and writes every result to the logs PATH.<rank> (log PATH), for\n"
@@ -1736,6 +1736,7 @@ static void usage(void)
       "               that leaves them nothing)\n"
       "  --root-header  one rank's view may start with a header, PnetCDF's rank-0 view: a struct\n"
       "               of the header and its filetype at displacement 0, whose copies interleave\n"
+      "  --revisit    each epoch returns twice to its pattern's view, built afresh (a view cache)\n"
       "  --eof-strict never drop reads past end of file where a native MPI-IO is wrong there\n"
       "               (for runs judged by --model alone)\n");
 }
@@ -1762,6 +1763,7 @@ static void parse(int argc, char **argv)
     else if (!strcmp(a, "--eof-strict")) O.eof_strict = 1;
     else if (!strcmp(a, "--zero-size-views")) O.zero_views = 1;
     else if (!strcmp(a, "--root-header")) O.root_header = 1;
+    else if (!strcmp(a, "--revisit")) O.revisit = 1;
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(); MPI_Finalize(); exit(0); }
     else { usage(); MPI_Abort(MPI_COMM_WORLD, 2); }
   }

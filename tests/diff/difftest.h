@@ -26,6 +26,7 @@ typedef struct {
   int eof_strict;     /* never drop reads past end of file (runs judged by the model) */
   int zero_views;     /* --pattern coll: empty ranks may get zero-size filetypes */
   int root_header;    /* --pattern coll: one rank's view starts with a header (PnetCDF's) */
+  int revisit;        /* --pattern coll: each epoch returns to its pattern's view (a view cache) */
 } opts_t;
 
 

@@ -5,7 +5,8 @@
  * holes, uneven sizes and reads past end of file; checks the hints get_info reports; runs
  * independent sieving writes from every rank and from two threads per rank at once, and
  * beside another rank's plain writes into the same windows; writes and reads through
- * PnetCDF's views (rank 0's copies interleave); and checks that a rank with bad arguments gets its error while the others complete, and that a
+ * PnetCDF's views (rank 0's copies interleave); returns to cached views, with nonblocking
+ * writes in flight across set_view; and checks that a rank with bad arguments gets its error while the others complete, and that a
  * failing aggregator's error reaches exactly the ranks it served. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -175,6 +176,37 @@ static void hints(void) {
   MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", info);
   check_info(fh, "romio_cb_read", "disable");
   check_info(fh, "cb_buffer_size", "1048576");
+  /* the tuning hints: defaults, then values given, then out-of-range values ignored */
+  check_info(fh, "pario_coll_view_cache", "4");
+  check_info(fh, "pario_coll_chunk", "524288");
+  check_info(fh, "pario_coll_window_max", "4194304");
+  check_info(fh, "pario_wait", "auto");
+  check_info(fh, "pario_wait_nap_max", "200");
+  check_info(fh, "pario_wait_yield", "2000");
+  MPI_Info_free(&info);
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "pario_coll_view_cache", "16");
+  MPI_Info_set(info, "pario_coll_chunk", "64k");
+  MPI_Info_set(info, "pario_coll_window_max", "1m");
+  MPI_Info_set(info, "pario_wait", "spin");
+  MPI_Info_set(info, "pario_wait_nap_max", "50");
+  MPI_Info_set(info, "pario_wait_yield", "0");
+  MPI_File_set_info(fh, info);
+  check_info(fh, "pario_coll_view_cache", "16");
+  check_info(fh, "pario_coll_chunk", "65536");
+  check_info(fh, "pario_coll_window_max", "1048576");
+  check_info(fh, "pario_wait", "spin");
+  check_info(fh, "pario_wait_nap_max", "50");
+  check_info(fh, "pario_wait_yield", "0");
+  MPI_Info_set(info, "pario_coll_view_cache", "17");
+  MPI_Info_set(info, "pario_coll_chunk", "100");
+  MPI_Info_set(info, "pario_wait", "sometimes");
+  MPI_File_set_info(fh, info);
+  check_info(fh, "pario_coll_view_cache", "16");
+  check_info(fh, "pario_coll_chunk", "65536");
+  check_info(fh, "pario_wait", "spin");
+  MPI_Info_set(info, "pario_wait", "auto"); /* the waits are process-wide: back to the default */
+  MPI_File_set_info(fh, info);
   MPI_File_close(&fh);
   MPI_Info_free(&info);
 }
@@ -591,6 +623,93 @@ static void header_view(const char *cbmode, int cb_nodes) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* The view cache (collective/viewx.c): collective writes under three filetypes in turn, with
+ * a cache of two sets (every third change evicts), moved displacements (the same filetype
+ * elsewhere: a hit), and nonblocking collective writes left in flight across set_view (pario
+ * keeps each operation's view; the nonblocking context has a cache of its own). Every byte of
+ * the file is checked against a model. */
+enum { VC_N = 60, VC_REGION = 256 };
+static const int vc_blk[3] = {5, 3, 7}, vc_stride[3] = {8, 4, 16};
+
+static MPI_Datatype vc_type(int k) {
+  MPI_Datatype v, t;
+  MPI_Type_vector(1, vc_blk[k], 1, MPI_BYTE, &v);
+  MPI_Type_create_resized(v, 0, (MPI_Aint)np * vc_stride[k], &t);
+  MPI_Type_free(&v);
+  MPI_Type_commit(&t);
+  return t;
+}
+
+static unsigned char vc_val(int t, int r, long i) { return (unsigned char)(t * 29 + r * 37 + i * 11 + 3); }
+
+/* Step t under filetype k: its region's displacement; the model gets every rank's bytes. */
+static MPI_Offset vc_step(unsigned char *model, int t, int k) {
+  MPI_Offset base = DISP + (MPI_Offset)t * VC_REGION * np;
+  for (int r = 0; r < np; r++)
+    for (long i = 0; i < VC_N; i++)
+      model[base + (MPI_Offset)r * vc_stride[k] + (i / vc_blk[k]) * np * vc_stride[k] + i % vc_blk[k]] = vc_val(t, r, i);
+  return base + (MPI_Offset)rank * vc_stride[k];
+}
+
+static void view_cache(void) {
+  static const int blocking[] = {0, 1, 2, 0, 1, 0, 0}, inflight[] = {2, 1, 2, 0};
+  enum { NB = sizeof blocking / sizeof *blocking, NI = sizeof inflight / sizeof *inflight };
+  long filelen = DISP + (long)(NB + NI) * VC_REGION * np + 5;
+  unsigned char *model = malloc((size_t)filelen), buf[NI][VC_N];
+  for (long i = 0; i < filelen; i++) model[i] = pattern(i);
+  prefill(filelen);
+  MPI_Datatype ft[3] = {vc_type(0), vc_type(1), vc_type(2)};
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "romio_cb_write", "enable");
+  MPI_Info_set(info, "cb_buffer_size", "64");
+  MPI_Info_set(info, "pario_coll_view_cache", "2");
+  MPI_Info_set(info, "pario_coll_chunk", "4096"); /* the smallest the hints take */
+  MPI_File fh;
+  int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, info, &fh);
+  CHECK(rc == MPI_SUCCESS, "view cache: open: %s", err_text(rc));
+  check_info(fh, "pario_coll_view_cache", "2");
+  for (int t = 0; t < NB; t++) {
+    int k = blocking[t];
+    MPI_Offset d = vc_step(model, t, k);
+    for (long i = 0; i < VC_N; i++) buf[0][i] = vc_val(t, rank, i);
+    rc = MPI_File_set_view(fh, d, MPI_BYTE, ft[k], "native", info); /* an info that changes nothing */
+    CHECK(rc == MPI_SUCCESS, "view cache: set_view %d: %s", t, err_text(rc));
+    rc = MPI_File_write_at_all(fh, 0, buf[0], VC_N, MPI_BYTE, MPI_STATUS_IGNORE);
+    CHECK(rc == MPI_SUCCESS, "view cache: write %d: %s", t, err_text(rc));
+    rc = MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+    CHECK(rc == MPI_SUCCESS, "view cache: reset %d: %s", t, err_text(rc));
+  }
+  MPI_Request rq[NI];
+  for (int j = 0; j < NI; j++) { /* each write still in flight when the next set_view comes */
+    int t = NB + j, k = inflight[j];
+    MPI_Offset d = vc_step(model, t, k);
+    for (long i = 0; i < VC_N; i++) buf[j][i] = vc_val(t, rank, i);
+    rc = MPI_File_set_view(fh, d, MPI_BYTE, ft[k], "native", MPI_INFO_NULL);
+    CHECK(rc == MPI_SUCCESS, "view cache: set_view in flight %d: %s", j, err_text(rc));
+    rc = MPI_File_iwrite_at_all(fh, 0, buf[j], VC_N, MPI_BYTE, &rq[j]);
+    CHECK(rc == MPI_SUCCESS, "view cache: iwrite %d: %s", j, err_text(rc));
+  }
+  MPI_Status st[NI];
+  rc = MPI_Waitall(NI, rq, st);
+  CHECK(rc == MPI_SUCCESS, "view cache: waitall: %s", err_text(rc));
+  MPI_File_close(&fh);
+  MPI_Barrier(MPI_COMM_WORLD);
+  long len;
+  unsigned char *got = slurp(&len);
+  CHECK(len == filelen, "view cache: file has %ld bytes, want %ld", len, filelen);
+  for (long i = 0; i < len && i < filelen; i++)
+    if (got[i] != model[i]) {
+      CHECK(0, "view cache: byte %ld is %d, want %d", i, got[i], model[i]);
+      break;
+    }
+  free(got);
+  free(model);
+  MPI_Info_free(&info);
+  for (int k = 0; k < 3; k++) MPI_Type_free(&ft[k]);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv) {
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -624,6 +743,7 @@ int main(int argc, char **argv) {
   sieving_reads();
   bad_rank();
   aggregator_fails();
+  view_cache();
   if (rank == 0) remove(path);
   return finish("collective");
 }

@@ -67,10 +67,12 @@ static void plans(void) {
   MPI_Offset bound[8], w[16];
   CHECK(coll_plan_align(0, 0) == 1 && coll_plan_align(4096, 512) == 4096 && coll_plan_align(0, 512) == 512,
         "alignment unit");
-  CHECK(coll_window_size(0, 0) == COLL_WINDOW_MAX && coll_window_size(1000, 0) == 1000 &&
-            coll_window_size(64 << 20, 0) == COLL_WINDOW_MAX, "window size");
-  CHECK(coll_window_size(0, 1) == COLL_CB_DEFAULT && coll_window_size(1000, 1) == 1000 &&
-            coll_window_size(64 << 20, 1) == 64 << 20, "window size on remote storage");
+  CHECK(coll_window_size(0, 0, 0) == COLL_WINDOW_MAX && coll_window_size(1000, 0, 0) == 1000 &&
+            coll_window_size(64 << 20, 0, 0) == COLL_WINDOW_MAX, "window size");
+  CHECK(coll_window_size(64 << 20, 0, 8 << 20) == 8 << 20 && coll_window_size(0, 0, 1 << 20) == 1 << 20 &&
+            coll_window_size(1000, 0, 1 << 20) == 1000, "window size under pario_coll_window_max");
+  CHECK(coll_window_size(0, 1, 0) == COLL_CB_DEFAULT && coll_window_size(1000, 1, 0) == 1000 &&
+            coll_window_size(64 << 20, 1, 1 << 20) == 64 << 20, "window size on remote storage");
   /* one aggregator over [100, 1100), windows of 256: four rounds */
   coll_plan p = {.naggr = 1, .bound = bound, .align = 1, .cb = 256};
   coll_plan_make(&p, 100, 1100);

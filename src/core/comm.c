@@ -53,6 +53,16 @@ int pario_allreduce_max(void *in, void *out, int n, MPI_Datatype type, MPI_Comm 
   return MPI_SUCCESS;
 }
 
+int pario_comm_dup_private(MPI_Comm comm, MPI_Comm *out) {
+  *out = MPI_COMM_NULL;
+  int rc = PMPI_Comm_dup(comm, out);
+  if (rc != MPI_SUCCESS) {
+    *out = MPI_COMM_NULL;
+    return rc;
+  }
+  return PMPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+}
+
 int pario_agree(MPI_Comm comm, int local_code) {
   int mine = local_code == MPI_SUCCESS ? 0 : pario_err_class(local_code), worst = mine;
   if (pario_allreduce_max(&mine, &worst, 1, MPI_INT, comm) != MPI_SUCCESS) return MPI_ERR_OTHER;

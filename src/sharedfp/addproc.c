@@ -63,7 +63,7 @@ static void stop(ap_state *s) {
 static int ap_setup(pario_file *f, void **state) {
   ap_state *s = calloc(1, sizeof *s);
   MPI_Comm comm = MPI_COMM_NULL;
-  int ok = PMPI_Comm_dup(f->comm, &comm) == MPI_SUCCESS && s, all = 0;
+  int ok = pario_comm_dup_private(f->comm, &comm) == MPI_SUCCESS && s, all = 0;
   if (ok) {
     s->comm = comm;
     s->rank = f->rank;
@@ -78,7 +78,7 @@ static int ap_setup(pario_file *f, void **state) {
   if (s && s->thread) stop(s);
   if (comm != MPI_COMM_NULL) PMPI_Comm_free(&comm);
   free(s);
-  return ok ? ENOTSUP : EAGAIN;
+  return ENOTSUP; /* the same on every rank: one class for the error select.c reports */
 }
 
 static int ap_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {

@@ -62,10 +62,11 @@ static int make_window(pario_file *f, rma_state *s, int shared) {
   int rc = shared ? PMPI_Win_allocate_shared(size, sizeof(int64_t), info, f->comm, &mem, &s->win)
                   : PMPI_Win_allocate(size, sizeof(int64_t), info, f->comm, &mem, &s->win);
   PMPI_Info_free(&info);
-  if (rc != MPI_SUCCESS) {
+  if (rc != MPI_SUCCESS) { /* f->comm returns errors (pario_comm_dup_private): no abort */
     s->win = MPI_WIN_NULL;
     return 0;
   }
+  PMPI_Win_set_errhandler(s->win, MPI_ERRORS_RETURN); /* a failed update is EIO, not an abort */
   PMPI_Win_lock_all(MPI_MODE_NOCHECK, s->win);
   if (f->rank == 0) {
     *mem = 0; /* window memory starts undefined; nobody reads it before set-up's Allreduce */

@@ -127,18 +127,22 @@ EOF
 # Kill what runs in the nodes (MPI daemons and ranks the tests started there: processes whose
 # network namespace is a node's), then the holders; the namespaces and links go with them.
 down() {
-  local st=$1 f pid ns p sig
+  local st=$1 f pid ns sig holders="" match=()
   [ -d "$st" ] || return 0
+  for f in "$st"/pid.*; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    holders="$holders $pid"
+    ns=$(readlink "/proc/$pid/ns/net" 2>/dev/null) || continue
+    ns=${ns//[/\\[}
+    match+=(-o -lname "${ns//]/\\]}") # net:[N], brackets escaped for find's pattern
+  done
+  # one find over /proc per round (a readlink per process took minutes on a busy machine)
   for sig in TERM KILL; do
-    for f in "$st"/pid.*; do
-      [ -f "$f" ] || continue
-      pid=$(cat "$f")
-      ns=$(readlink "/proc/$pid/ns/net" 2>/dev/null) || continue
-      for p in /proc/[0-9]*; do
-        p=${p#/proc/}
-        [ "$p" = "$pid" ] && continue
-        [ "$(readlink "/proc/$p/ns/net" 2>/dev/null)" = "$ns" ] && kill -"$sig" "$p" 2>/dev/null
-      done
+    [ ${#match[@]} -gt 0 ] || break
+    for pid in $(find /proc -mindepth 3 -maxdepth 3 -path '/proc/[0-9]*/ns/net' \( "${match[@]:1}" \) 2>/dev/null |
+                 cut -d/ -f3); do
+      case " $holders " in *" $pid "*) ;; *) kill -"$sig" "$pid" 2>/dev/null ;; esac
     done
     [ "$sig" = TERM ] && sleep 0.3
   done
@@ -183,8 +187,16 @@ run() {
   esac
   # The launcher runs in node1, as on a cluster's first node; timeout bounds the whole job
   # (a hang fails the test: 124), and kills the launcher's process group.
-  timeout -k 5 "$limit" nsenter -t "$(cat "$st/pid.1")" -n -u -i -m --wd="$PWD" "${args[@]}" -n "$np" "$@"
+  # timeout makes its own process group, which a terminal's Ctrl-C does not reach: it runs in
+  # the background and the shell waits (a trapped signal interrupts wait), passing INT and
+  # TERM on to it (timeout kills the job with them).
+  timeout -k 5 "$limit" nsenter -t "$(cat "$st/pid.1")" -n -u -i -m --wd="$PWD" "${args[@]}" -n "$np" "$@" &
+  tpid=$!
+  trap 'kill -TERM "$tpid" 2>/dev/null; exit 130' INT
+  trap 'kill -TERM "$tpid" 2>/dev/null; exit 143' TERM
+  wait "$tpid"
   local rc=$?
+  trap - INT TERM
   [ "$rc" = 124 ] && echo "nsnodes: the job did not finish within $limit s (a hang): failed" >&2
   return "$rc"
 }
@@ -209,7 +221,7 @@ case "${1:-}" in
     trap 'down "$st"' EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
-    up "$st" "$n" || exit 1
+    up "$st" "$n" || exit 1 # run's own INT and TERM traps stop the job; EXIT then tears down
     run "$st" "$flavour" "$n" "$ppn" "$@"
     exit $? ;;
   *) die "unknown command '${1:-}' (try --help)" ;;

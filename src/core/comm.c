@@ -19,12 +19,12 @@ long pario_mono_ns(void) {
  * then, for up to yield_ns, every poll gives the core away (sched_yield: whoever else is
  * runnable here runs first, and a free core polls again at once); after that the wait sleeps
  * between polls, up to 200 us. */
-static void wait_polite(int n, MPI_Request *reqs, MPI_Status *st, long yield_ns) {
+static int wait_polite(int n, MPI_Request *reqs, MPI_Status *st, long yield_ns) {
   int done = 0;
   long nap = 0, t0 = 0;
   for (int spin = 0; n > 0; spin++) {
-    PMPI_Testall(n, reqs, &done, st);
-    if (done) return;
+    int rc = PMPI_Testall(n, reqs, &done, st);
+    if (done || rc != MPI_SUCCESS) return rc; /* an error (errors return on pario's comms): stop */
     if (spin < 64) continue;
     if (yield_ns && !t0) t0 = pario_mono_ns();
     if (yield_ns && pario_mono_ns() - t0 < yield_ns) {
@@ -35,11 +35,16 @@ static void wait_polite(int n, MPI_Request *reqs, MPI_Status *st, long yield_ns)
     struct timespec ts = {0, nap};
     nanosleep(&ts, NULL);
   }
+  return MPI_SUCCESS;
 }
 
 /* Bulk exchanges (two-phase I/O) nap at once: yielding waiters still took time from the
  * aggregator that moves the data (docs/collective.md). */
 void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st) { wait_polite(n, reqs, st, 0); }
+
+/* One request of a round trip to another process (addproc, rma across nodes): nap at once,
+ * so that the process that must answer gets the core (docs/sharedfp.md). */
+int pario_wait_nap(MPI_Request *r) { return wait_polite(1, r, MPI_STATUS_IGNORE, 0); }
 
 /* Small collectives whose latency is the cost (ordered calls, seek_shared): a nap of up to
  * 200 us per message costs more than the call, so polls yield for up to 2 ms first

@@ -11,6 +11,9 @@ void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st);
 /* The same for small collectives whose latency matters: polls yield the core for a while
  * before the wait starts to sleep. */
 void pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st);
+/* One request, napping between polls at once (after the short spin); returns the test's
+ * error code, and stops at the first error. */
+int pario_wait_nap(MPI_Request *r);
 /* Agreement among the ranks of comm: returns the worst error class seen anywhere
  * (MPI_SUCCESS when all succeeded). */
 int pario_agree(MPI_Comm comm, int local_code);

@@ -12,7 +12,7 @@ VENV     ?= $(BUILD)/venv
 D3_VERSION = 7.9.0
 PREFIX   ?= /usr/local
 
-.PHONY: all deps build install venv test test-c test-python test-sanitize test-tsan demo clean fuzz
+.PHONY: all deps build install venv test test-c test-python test-sanitize test-tsan test-multinode demo clean fuzz
 
 all: build
 
@@ -59,6 +59,14 @@ fuzz:
 	cmake -S . -B $(BUILD)/mpich -DPARIO_MPI=mpich -DPARIO_WERROR=ON >/dev/null
 	cmake --build $(BUILD)/mpich --target rio-fuzz
 	bash tests/rio/fuzz.sh $(BUILD)/mpich/server/fuzz_rio $(BUILD)/fuzz-rio -runs=$(FUZZ_RUNS) $(FUZZ_ARGS)
+
+# Every namespace-node test (tests/multinode/README.md: N nodes of one kernel, each its own
+# network, host name, /dev/shm and /tmp; root): make test runs a bounded slice of them.
+test-multinode: build
+	@for f in $(FLAVOURS); do \
+	  echo "== ctest -L multinode-ns ($$f)"; \
+	  PARIO_MULTINODE_FULL=1 ctest --test-dir $(BUILD)/$$f --output-on-failure -L multinode-ns --timeout 300 || exit 1; \
+	done
 
 test-python: build
 	@if [ -f python/pyproject.toml ]; then \

@@ -111,7 +111,7 @@ static pario_coll_ctx *ctx_create(pario_file *f, int have_state) {
   int *lead = NULL;
   pario_coll_ctx *c = ctx_alloc(f, &lead);
   MPI_Comm comm = MPI_COMM_NULL;
-  int rc = PMPI_Comm_dup(f->comm, &comm) == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_OTHER;
+  int rc = pario_comm_dup_private(f->comm, &comm) == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_OTHER;
   if ((!c || !have_state) && rc == MPI_SUCCESS) rc = MPI_ERR_NO_MEM;
   if (pario_agree(f->comm, rc) != MPI_SUCCESS) {
     if (comm != MPI_COMM_NULL) PMPI_Comm_free(&comm);

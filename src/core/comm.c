@@ -85,14 +85,14 @@ enum { PARIO_WAIT_SPIN_NS = 20 * 1000 * 1000 };
  * once); after that the wait sleeps between polls, up to the longest nap (200 us by default).
  * On dedicated cores (pario_wait_spins) every poll after the short spin yields, for up to
  * 20 ms before the wait naps after all: a nap there is only latency. */
-static void wait_polite(int n, MPI_Request *reqs, MPI_Status *st, int short_wait) {
+static int wait_polite(int n, MPI_Request *reqs, MPI_Status *st, int short_wait) {
   int done = 0;
   long nap = 0, t0 = 0, yield_ns = short_wait ? __atomic_load_n(&w_yield, __ATOMIC_RELAXED) : 0;
   long nap_max = __atomic_load_n(&w_nap_max, __ATOMIC_RELAXED);
   if (pario_wait_spins()) yield_ns = PARIO_WAIT_SPIN_NS;
   for (int spin = 0; n > 0; spin++) {
-    PMPI_Testall(n, reqs, &done, st);
-    if (done) return;
+    int rc = PMPI_Testall(n, reqs, &done, st);
+    if (done || rc != MPI_SUCCESS) return rc; /* an error (errors return on pario's comms): stop */
     if (spin < 64) continue;
     if (yield_ns && !t0) t0 = pario_mono_ns();
     if (yield_ns && pario_mono_ns() - t0 < yield_ns) {
@@ -103,11 +103,16 @@ static void wait_polite(int n, MPI_Request *reqs, MPI_Status *st, int short_wait
     struct timespec ts = {nap / 1000000000L, nap % 1000000000L};
     nanosleep(&ts, NULL);
   }
+  return MPI_SUCCESS;
 }
 
 /* Bulk exchanges (two-phase I/O) nap at once where ranks share cores: yielding waiters still
  * took time from the aggregator that moves the data (docs/collective.md). */
 void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st) { wait_polite(n, reqs, st, 0); }
+
+/* One request of a round trip to another process (addproc, rma across nodes): nap at once,
+ * so that the process that must answer gets the core (docs/sharedfp.md). */
+int pario_wait_nap(MPI_Request *r) { return wait_polite(1, r, MPI_STATUS_IGNORE, 0); }
 
 /* Small collectives whose latency is the cost (ordered calls, seek_shared): a nap of up to
  * 200 us per message costs more than the call, so polls yield for a while (pario_wait_yield,
@@ -119,6 +124,16 @@ int pario_allreduce_max(void *in, void *out, int n, MPI_Datatype type, MPI_Comm 
   if (PMPI_Iallreduce(in, out, n, type, MPI_MAX, comm, &r) != MPI_SUCCESS) return MPI_ERR_OTHER;
   pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
   return MPI_SUCCESS;
+}
+
+int pario_comm_dup_private(MPI_Comm comm, MPI_Comm *out) {
+  *out = MPI_COMM_NULL;
+  int rc = PMPI_Comm_dup(comm, out);
+  if (rc != MPI_SUCCESS) {
+    *out = MPI_COMM_NULL;
+    return rc;
+  }
+  return PMPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
 }
 
 int pario_agree(MPI_Comm comm, int local_code) {

@@ -22,6 +22,9 @@ void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st);
 /* The same for small collectives whose latency matters: polls yield the core for a while
  * before the wait starts to sleep. */
 void pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st);
+/* One request, napping between polls at once (after the short spin); returns the test's
+ * error code, and stops at the first error. */
+int pario_wait_nap(MPI_Request *r);
 /* Agreement among the ranks of comm: returns the worst error class seen anywhere
  * (MPI_SUCCESS when all succeeded). */
 int pario_agree(MPI_Comm comm, int local_code);
@@ -38,6 +41,11 @@ int pario_allreduce_max(void *in, void *out, int n, MPI_Datatype type, MPI_Comm 
 int pario_same_everywhere(MPI_Comm comm, long long value, int *same);
 /* MPI_ERR_NOT_SAME (as a code naming op and file) unless every rank passed the same value. */
 int pario_check_same(MPI_Comm comm, const char *op, const char *file, const char *what, long long value);
+/* Collective: MPI_Comm_dup of comm for pario's own use, with MPI_ERRORS_RETURN set on the
+ * duplicate, so that a failure inside pario (a window that cannot be made, a lost node)
+ * returns a code to pario instead of running the user's (often fatal) handler: every
+ * internal communicator comes from here. *out is MPI_COMM_NULL on failure. */
+int pario_comm_dup_private(MPI_Comm comm, MPI_Comm *out);
 /* CLOCK_MONOTONIC in nanoseconds. */
 long pario_mono_ns(void);
 /* A non-negative hash (FNV-1a) of n bytes of a name. */

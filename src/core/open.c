@@ -140,7 +140,7 @@ static int setup(pario_file *f, MPI_Comm comm, const char *filename, int amode, 
   f->drv = pario_driver_for(f->filename, &f->path);
   f->amode = amode;
   pario_hints_init(&f->hints, info);
-  int rc = PMPI_Comm_dup(comm, &f->comm);
+  int rc = pario_comm_dup_private(comm, &f->comm); /* errors return: never the user's handler */
   if (rc != MPI_SUCCESS) return rc;
   PMPI_Comm_rank(f->comm, &f->rank);
   PMPI_Comm_size(f->comm, &f->nprocs);

@@ -6,7 +6,8 @@
  * system. Set up inside MPI_File_open (see select.c). The server does not sit in a blocking
  * MPI_Recv, which MPICH and Open MPI implement by spinning and would steal rank 0's core: it
  * polls with MPI_Test, yielding between polls while requests keep coming and napping 100 us
- * once idle for 2 ms. */
+ * once idle for 2 ms. Across nodes a client waits for its answer napping (pario_wait_nap):
+ * yielding clients kept the server (and rank 0) from the cores, 3-6x slower. */
 #include "sharedfp/sharedfp.h"
 
 #include <errno.h>
@@ -21,6 +22,7 @@ enum { TAG_REQ = 1, TAG_REP, TAG_STOP };
 typedef struct ap_state {
   MPI_Comm comm;         /* private: only requests and replies travel on it */
   int rank, thread;      /* thread: the server runs (rank 0 of a multi-rank file) */
+  int nap;               /* several nodes: clients nap while they wait (else they yield) */
   int64_t value;         /* S, on rank 0 (server and rank 0's own calls add atomically) */
   pthread_t tid;
   pthread_mutex_t lock;  /* one request in flight per process, so replies cannot cross */
@@ -63,10 +65,11 @@ static void stop(ap_state *s) {
 static int ap_setup(pario_file *f, void **state) {
   ap_state *s = calloc(1, sizeof *s);
   MPI_Comm comm = MPI_COMM_NULL;
-  int ok = PMPI_Comm_dup(f->comm, &comm) == MPI_SUCCESS && s, all = 0;
+  int ok = pario_comm_dup_private(f->comm, &comm) == MPI_SUCCESS && s, all = 0;
   if (ok) {
     s->comm = comm;
     s->rank = f->rank;
+    s->nap = f->nodes > 1;
     pthread_mutex_init(&s->lock, NULL);
     if (f->rank == 0 && f->nprocs > 1) ok = s->thread = pthread_create(&s->tid, NULL, serve, s) == 0;
   }
@@ -78,7 +81,7 @@ static int ap_setup(pario_file *f, void **state) {
   if (s && s->thread) stop(s);
   if (comm != MPI_COMM_NULL) PMPI_Comm_free(&comm);
   free(s);
-  return ok ? ENOTSUP : EAGAIN;
+  return ENOTSUP; /* the same on every rank: one class for the error select.c reports */
 }
 
 static int ap_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
@@ -90,11 +93,18 @@ static int ap_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
   long long add = n, prev = 0;
   pthread_mutex_lock(&s->lock);
   MPI_Request r;
-  int done = 0, rc = PMPI_Irecv(&prev, 1, MPI_LONG_LONG, 0, TAG_REP, s->comm, &r);
+  int rc = PMPI_Irecv(&prev, 1, MPI_LONG_LONG, 0, TAG_REP, s->comm, &r);
   if (rc == MPI_SUCCESS) rc = PMPI_Send(&add, 1, MPI_LONG_LONG, 0, TAG_REQ, s->comm);
-  /* Yield while waiting, rather than spin in MPI_Recv: the server may need this core. */
-  while (rc == MPI_SUCCESS && !done && (rc = PMPI_Test(&r, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS && !done)
-    sched_yield();
+  /* Never spin in MPI_Recv: the server may need this core. Across nodes nap while waiting
+   * (pario_wait_nap: a short spin, then naps of 2 us doubling to 200 us): a reply takes a
+   * network round trip, and yielding waiters still took their full share of the cores the
+   * server and rank 0 needed (3-6x slower, docs/sharedfp.md). On one node yield: the reply
+   * comes within microseconds (naps: about half the rate, 2 ranks, Open MPI, 3 noisy runs). */
+  int done = 0;
+  if (rc == MPI_SUCCESS && s->nap) rc = pario_wait_nap(&r);
+  else
+    while (rc == MPI_SUCCESS && !done && (rc = PMPI_Test(&r, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS && !done)
+      sched_yield();
   pthread_mutex_unlock(&s->lock);
   *old = prev;
   return rc == MPI_SUCCESS ? 0 : EIO;

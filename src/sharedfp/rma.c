@@ -3,8 +3,10 @@
  *  - one node: the window comes from MPI_Win_allocate_shared, every rank maps rank 0's
  *    8 bytes (MPI_Win_shared_query) and advances them with a CPU atomic: no messages, and
  *    nothing asked of rank 0.
- *  - several nodes: MPI_Win_allocate; each update is MPI_Fetch_and_op(MPI_SUM) + flush under
- *    one passive-target MPI_Win_lock_all held for the file's life. MPICH 4.0 (ch4:ucx)
+ *  - several nodes: MPI_Win_allocate; each update is MPI_Rget_accumulate(MPI_SUM), the
+ *    fetch-and-add with a request, waited for napping (not spinning in MPI_Win_flush, which
+ *    took the cores rank 0 needs to answer), under one passive-target MPI_Win_lock_all held
+ *    for the file's life. MPICH 4.0 (ch4:ucx)
  *    executes such atomics as active messages that only progress while rank 0 is inside MPI
  *    (the others stall for as long as rank 0 computes; docs/sharedfp.md). Rank 0 therefore
  *    runs a progress thread (with MPI_THREAD_MULTIPLE) that enters MPI with MPI_Iprobe every
@@ -62,10 +64,11 @@ static int make_window(pario_file *f, rma_state *s, int shared) {
   int rc = shared ? PMPI_Win_allocate_shared(size, sizeof(int64_t), info, f->comm, &mem, &s->win)
                   : PMPI_Win_allocate(size, sizeof(int64_t), info, f->comm, &mem, &s->win);
   PMPI_Info_free(&info);
-  if (rc != MPI_SUCCESS) {
+  if (rc != MPI_SUCCESS) { /* f->comm returns errors (pario_comm_dup_private): no abort */
     s->win = MPI_WIN_NULL;
     return 0;
   }
+  PMPI_Win_set_errhandler(s->win, MPI_ERRORS_RETURN); /* a failed update is EIO, not an abort */
   PMPI_Win_lock_all(MPI_MODE_NOCHECK, s->win);
   if (f->rank == 0) {
     *mem = 0; /* window memory starts undefined; nobody reads it before set-up's Allreduce */
@@ -127,8 +130,14 @@ static int rma_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
     *old = __atomic_fetch_add(s->local, (int64_t)n, __ATOMIC_SEQ_CST);
     return 0;
   }
-  if (PMPI_Fetch_and_op(&add, &prev, MPI_LONG_LONG, 0, 0, MPI_SUM, s->win) != MPI_SUCCESS ||
-      PMPI_Win_flush(0, s->win) != MPI_SUCCESS)
+  /* MPI_Rget_accumulate is MPI_Fetch_and_op with a request: its completion means the old
+   * value has arrived. Waiting on it napping (pario_wait_nap) instead of spinning in
+   * MPI_Win_flush leaves the cores to rank 0, which must serve the update (MPICH: in its own
+   * calls or its progress thread), and to the other ranks. */
+  MPI_Request r;
+  if (PMPI_Rget_accumulate(&add, 1, MPI_LONG_LONG, &prev, 1, MPI_LONG_LONG, 0, 0, 1, MPI_LONG_LONG, MPI_SUM, s->win,
+                           &r) != MPI_SUCCESS ||
+      pario_wait_nap(&r) != MPI_SUCCESS)
     return EIO;
   *old = prev;
   return 0;

@@ -37,7 +37,8 @@ typedef struct sfp_file {
   void *cstate;                         /* the component's state */
   MPI_Offset base;  /* the pointer is base + S (etypes); equal on all ranks */
   int ordered;      /* ordered calls use the component's hook: 0 not known yet, 1 yes, -1 no */
-  int err;          /* why the component set up at open failed (reported on use) */
+  int err;          /* the class of the failure of the component set up at open (reported on use) */
+  char why[160];    /* and why, for the message of each shared-pointer call */
   int one_kernel;   /* several nodes of the MPI, one kernel (one_kernel): sm can run */
   pthread_mutex_t attach_lock; /* threads of one rank attach once */
 } sfp_file;
@@ -155,33 +156,54 @@ static const pario_sharedfp_component *at_open(pario_file *f, const sfp_file *sf
   return NULL;
 }
 
-/* Collective, inside MPI_File_open: set up rma or addproc when this file will use one. */
-static void setup_at_open(pario_file *f, sfp_file *sf) {
-  static const char op[] = "MPI_File_open";
-  if (f->nodes > 1 && (named(f, "auto") || named(f, "sm")) && !f->drv->remote) sf->one_kernel = one_kernel(f);
-  const pario_sharedfp_component *c = at_open(f, sf);
-  if (!c) return;
+/* Collective: set up c (its query must hold on every rank first). MPI_SUCCESS, or the error
+ * class (the same on every rank: the setups agree) with sf->why saying why. */
+static int try_setup(pario_file *f, sfp_file *sf, const pario_sharedfp_component *c) {
   void *cs = NULL;
-  /* The query must hold everywhere before anyone enters the collective setup. */
   if (pario_agree(f->comm, c->query(f) >= 0 ? MPI_SUCCESS : MPI_ERR_OTHER) != MPI_SUCCESS) {
-    sf->err = pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, 0,
-                        "the %s shared file pointer cannot run here%s", c->name,
-                        c == &pario_sharedfp_addproc ? " (it needs MPI_THREAD_MULTIPLE)" : "");
-    return;
+    snprintf(sf->why, sizeof sf->why, "the %s shared file pointer cannot run here%s", c->name,
+             c == &pario_sharedfp_addproc ? " (it needs MPI_THREAD_MULTIPLE)" : "");
+    return MPI_ERR_UNSUPPORTED_OPERATION;
   }
   int e = c->setup(f, &cs); /* collective; the same result on every rank */
+  if (e == ENOTSUP) { /* the MPI cannot do it here (rma: no window across these nodes) */
+    snprintf(sf->why, sizeof sf->why, "the %s shared file pointer could not be set up at MPI_File_open (the MPI refused its %s)",
+             c->name, c == &pario_sharedfp_rma ? "window" : "communicator or thread");
+    return MPI_ERR_UNSUPPORTED_OPERATION;
+  }
   if (e) {
-    sf->err = pario_err(pario_errno_class(e), op, f->filename, e, "cannot set up the %s shared file pointer", c->name);
-    return;
+    snprintf(sf->why, sizeof sf->why, "the %s shared file pointer could not be set up at MPI_File_open: %s", c->name,
+             strerror(e));
+    return pario_errno_class(e);
   }
   sf->comp = c;
   sf->cstate = cs;
+  return MPI_SUCCESS;
+}
+
+/* Collective, inside MPI_File_open: set up rma or addproc when this file will use one. A
+ * forced component that cannot be set up (an MPI whose one-sided components do not work
+ * between these nodes: MPI_Win_allocate fails, which pario's communicators return instead of
+ * aborting) leaves its error for the shared-pointer calls; auto falls back to addproc, then
+ * to the lazy components (lockedfile). */
+static void setup_at_open(pario_file *f, sfp_file *sf) {
+  if (f->nodes > 1 && (named(f, "auto") || named(f, "sm")) && !f->drv->remote) sf->one_kernel = one_kernel(f);
+  const pario_sharedfp_component *c = at_open(f, sf);
+  if (!c) return;
+  int rc = try_setup(f, sf, c);
+  if (rc == MPI_SUCCESS || !named(f, "auto")) {
+    sf->err = rc;
+    return;
+  }
+  pario_log(1, "%s: the %s shared file pointer cannot be set up here; trying the next", f->filename, c->name);
+  if (c == &pario_sharedfp_rma && try_setup(f, sf, &pario_sharedfp_addproc) == MPI_SUCCESS) return;
+  /* sf->err stays 0: the first shared-pointer call chooses among the lazy components */
 }
 
 static int choose(pario_file *f, sfp_file *sf, const char *op) {
   const pario_sharedfp_component *best = NULL;
   int bestp = -1;
-  if (sf->err) return sf->err; /* the component asked for failed at open */
+  if (sf->err) return pario_err(sf->err, op, f->filename, 0, "%s", sf->why); /* the one asked for failed at open */
   for (int i = 0; i < NCOMP; i++) {
     int forced = named(f, all[i]->name);
     if (!named(f, "auto") && !forced) continue;

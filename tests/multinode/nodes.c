@@ -1,7 +1,10 @@
 /* The code paths that need more than one node, on MPICH's virtual nodes (README.md here):
  * run with MPIR_CVAR_NUM_CLIQUES=K and libpario-vnode.so preloaded ahead of libpario;
  * argv[1] is the number of nodes expected (default 2), argv[2] "clock" runs only individual's
- * clock and time-order check, three times over with 100 items per rank. Checks, each against
+ * clock and time-order check, three times over with 100 items per rank; "ns" runs every check
+ * on namespace nodes (nsnodes.sh: separate /dev/shm, network and host names, one kernel), on
+ * either MPI: there is no one-kernel case, and rma is checked where the MPI can make a window
+ * across the nodes, else it must be refused cleanly on every rank (auto falls back). Checks, each against
  * a node map the test makes itself from MPI_Comm_split_type:
  *  - the set-up: the split gives that many nodes and the processor names follow it;
  *  - hints: cb_nodes defaults to one per node, cb_config_list "*:1" (and "*:*" beyond);
@@ -32,6 +35,8 @@ static int rank, np, nn, want_nodes; /* rank: in fcomm */
 static int *node_of, *place; /* per rank of fcomm: node index (nodes by lowest rank), place on it */
 static MPI_Comm fcomm;       /* the communicator files are opened on */
 static const char *layout = "MPI_COMM_WORLD";
+static int ns_mode;     /* namespace nodes: no shared memory between the nodes */
+static int rma_works;   /* the MPI makes a window across the nodes (a native probe) */
 static char path[512];
 
 /* A fresh file name per case: the cases run one after another in one directory. */
@@ -77,7 +82,7 @@ static int setup_ok(void) {
   for (int r = 0; r < np; r++)
     for (int q = 0; q < np; q++)
       ok &= (node_of[r] == node_of[q]) == !strcmp(all + r * sizeof name, all + q * sizeof name);
-  CHECK(ok, "processor names do not follow the nodes (%s on rank %d): is libpario-vnode.so preloaded?", name, rank);
+  CHECK(ok, "processor names do not follow the nodes (%s on rank %d): is libpario-vnode.so preloaded (virtual nodes)?", name, rank);
   free(all);
   CHECK(dlsym(RTLD_DEFAULT, "pario_version") != NULL, "pario is not loaded");
   int good = nn == want_nodes && ok, all_good;
@@ -388,6 +393,23 @@ static void records(const char *hint, const char *comp, int amode, int per) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* Whether the MPI itself makes a window across these ranks (errors returned, not fatal): on
+ * namespace nodes Open MPI's one-sided components cannot (ob1 over TCP), and then pario's
+ * rma must be refused cleanly. The same answer on every rank. */
+static int window_works(void) {
+  MPI_Comm c;
+  MPI_Win win;
+  void *mem;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  int ok = MPI_Win_allocate(8, 8, MPI_INFO_NULL, c, &mem, &win) == MPI_SUCCESS, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c);
+  if (ok) MPI_Win_free(&win);
+  MPI_Comm_free(&c);
+  if (rank == 0 && !all) printf("nodes: the MPI makes no window across these nodes: rma must be refused\n");
+  return all;
+}
+
 /* Threads of this process other than pario's I/O workers. */
 static int threads(void) {
   DIR *d = opendir("/proc/self/task");
@@ -411,6 +433,22 @@ static int threads(void) {
 /* rma across nodes is MPI_Fetch_and_op on a window of rank 0, with a progress thread on
  * rank 0 (MPI_THREAD_MULTIPLE); on one node it would be a shared-memory atomic, no thread. */
 static void rma_form(void) {
+  if (!rma_works) { /* forced: opens, every shared-pointer call fails cleanly, file untouched */
+    const char *p = fname("rmarefused");
+    const char *kv[] = {"pario_sharedfp", "rma", NULL};
+    MPI_File fh = open_hints(p, MPI_MODE_CREATE | MPI_MODE_RDWR, kv);
+    int x = rank, rc = MPI_File_write_shared(fh, &x, 1, MPI_INT, MPI_STATUS_IGNORE);
+    CHECK_ERR(rc, MPI_ERR_UNSUPPORTED_OPERATION, "MPI_File_write_shared", p);
+    rc = MPI_File_write_ordered(fh, &x, 1, MPI_INT, MPI_STATUS_IGNORE);
+    CHECK(rc != MPI_SUCCESS, "write_ordered with rma refused: succeeded");
+    MPI_Offset size = -1;
+    MPI_File_get_size(fh, &size);
+    CHECK(size == 0, "rma refused: the file holds %lld bytes, want 0", (long long)size);
+    rc = MPI_File_close(&fh);
+    CHECK(rc == MPI_SUCCESS, "close after rma was refused: %s", err_text(rc));
+    if (rank == 0) remove(p);
+    return;
+  }
   int provided = 0, before = threads();
   MPI_Query_thread(&provided);
   const char *kv[] = {"pario_sharedfp", "rma", NULL};
@@ -451,15 +489,21 @@ static void auto_normal(void) {
  * (docs/sharedfp.md). PARIO_TEST_NETWORK_FS tells pario which kind of file system to assume. */
 static void auto_sequential_on(const char *fs) {
   cpu_set_t set;
-  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1, on0 = 0, provided = 0;
   MPI_Bcast(&cpus, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  const char *want = fs[0] == '1' && np <= cpus ? "rma" : "lockedfile"; /* one host: every rank on rank 0's */
+  MPI_Query_thread(&provided);
+  for (int r = 0; r < np; r++) on0 += !ns_mode || node_of[r] == node_of[0]; /* ranks on rank 0's host */
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0, mpich = MPI_Get_library_version(lib, &len) == MPI_SUCCESS && strstr(lib, "MPICH");
+  /* rma unless the file system is local or MPICH's rank 0 (which serves the atomics) has more
+   * ranks on its host than CPUs; addproc where the MPI makes no window (rma falls back) */
+  const char *want = fs[0] == '1' && (!mpich || on0 <= cpus) ? (rma_works ? "rma" : provided == MPI_THREAD_MULTIPLE ? "addproc" : "lockedfile") : "lockedfile";
   setenv("PARIO_TEST_NETWORK_FS", fs, 1);
   const char *kv[] = {"pario_sharedfp", "auto", NULL};
   const char *p = fname("autoseq");
   MPI_File fh = open_hints(p, MPI_MODE_CREATE | MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL, kv);
   const char *used = sharedfp_used(fh);
-  CHECK(!strcmp(used, !strcmp(want, "rma") ? "rma" : "auto"),
+  CHECK(!strcmp(used, strcmp(want, "lockedfile") ? want : "auto"),
         "auto, sequential file, network fs %s, at open: get_info pario_sharedfp=%s", fs, used);
   MPI_File_close(&fh);
   if (rank == 0) remove(p);
@@ -626,6 +670,8 @@ int main(int argc, char **argv) {
   test_path(path, sizeof path, "pario-nodes");
   use_comm(MPI_COMM_WORLD, "MPI_COMM_WORLD");
   CHECK(np <= 64, "at most 64 ranks");
+  ns_mode = !strcmp(mode, "ns");
+  rma_works = window_works();
   int ok = np <= 64 && setup_ok(); /* the same on every rank */
   if (ok && !strcmp(mode, "clock")) {
     for (int rep = 0; rep < 3; rep++) individual_time_order(100); /* a new measurement each */
@@ -640,10 +686,10 @@ int main(int argc, char **argv) {
     auto_normal();
     sm_refused();
     unsetenv("PARIO_TEST_ONE_KERNEL");
-    one_kernel();
+    if (!ns_mode) one_kernel(); /* namespace nodes have no shared memory between them */
     rma_form();
     const char *forced[] = {"rma", "lockedfile", "addproc", "individual"};
-    for (int i = 0; i < 4; i++) records(forced[i], forced[i], MPI_MODE_RDWR, 300);
+    for (int i = !rma_works; i < 4; i++) records(forced[i], forced[i], MPI_MODE_RDWR, 300);
     individual_time_order(25);
   }
   free(node_of);

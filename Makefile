@@ -43,8 +43,9 @@ venv:
 
 # The venv flavours (openmpi5, mpich5, impi) register the MPI programs, datarep, diff,
 # interpose and flavours suites (tests/CMakeLists.txt) besides examples/ and bench/; the
-# benchmark programs' own tests are left to Debian's two (tests/README.md).
-VENV_FLAVOUR_CTEST ?= -LE bench
+# benchmark programs' tests, the examples (make demo compares them on every flavour) and the
+# 4 GiB transfers (large: 1.5 min alone) are left to Debian's two (tests/README.md).
+VENV_FLAVOUR_CTEST ?= -LE ^(bench|examples|large)$$
 test-c: build
 	@$(PRESENT); export PARIO_MPI_VENVS=$(abspath $(BUILD))/mpi; for f in $$fl; do \
 	  sel=""; [ "$$(./scripts/flavours.sh where $$f)" = venv ] && sel="$(VENV_FLAVOUR_CTEST)"; \

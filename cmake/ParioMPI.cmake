@@ -32,11 +32,12 @@ else()
                         "build directory with -DCMAKE_C_COMPILER=/path/to/mpicc")
   endif()
   # A wrapper named mpicc<suffix> comes with mpiexec<suffix> next to it (mpicc.mpich,
-  # mpicc-4.1, ...): prefer that over whatever plain mpiexec FindMPI would meet first.
+  # mpicc-4.1, a plain mpicc in a venv's bin): prefer that over whatever mpiexec FindMPI
+  # would meet first on PATH.
   string(REGEX REPLACE "^mpicc" "" _pario_suffix "${PARIO_MPICC_NAME}")
   if(PARIO_MPI_WHERE STREQUAL "venv" AND NOT DEFINED MPIEXEC_EXECUTABLE)
     set(MPIEXEC_EXECUTABLE "${PARIO_MPI_ROOT}/bin/${PARIO_FLAVOUR_${PARIO_MPI}_MPIEXEC}" CACHE FILEPATH "")
-  elseif(NOT DEFINED MPIEXEC_EXECUTABLE AND _pario_suffix)
+  elseif(NOT DEFINED MPIEXEC_EXECUTABLE)
     get_filename_component(_pario_ccdir "${CMAKE_C_COMPILER}" DIRECTORY)
     find_program(MPIEXEC_EXECUTABLE NAMES mpiexec${_pario_suffix} HINTS ${_pario_ccdir} NO_DEFAULT_PATH)
     if(NOT MPIEXEC_EXECUTABLE)

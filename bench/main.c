@@ -47,6 +47,8 @@ static void print_version(void) {
 #if defined(OMPI_MAJOR_VERSION)
   snprintf(mpi, sizeof mpi, "Open MPI %d.%d.%d", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
            OMPI_RELEASE_VERSION);
+#elif defined(I_MPI_VERSION)
+  snprintf(mpi, sizeof mpi, "Intel MPI %s", I_MPI_VERSION);
 #elif defined(MPICH_VERSION)
   snprintf(mpi, sizeof mpi, "MPICH %s", MPICH_VERSION);
 #elif defined(MPI_ABI_VERSION) /* names no implementation: any MPI of the ABI runs it */
@@ -114,9 +116,13 @@ static void detect_impl(void) {
     if (!isspace((unsigned char)*p) || (o > 0 && B.mpi_version[o - 1] != ' '))
       B.mpi_version[o++] = isspace((unsigned char)*p) ? ' ' : *p;
   B.mpi_version[o] = 0;
+#ifdef PARIO_BENCH_FLAVOUR /* the flavour built for (bench/CMakeLists.txt) */
+  snprintf(B.mpi, sizeof B.mpi, "%s", PARIO_BENCH_FLAVOUR);
+#else
   snprintf(B.mpi, sizeof B.mpi, "%s", strstr(lib, "Open MPI") ? "openmpi"
                                       : strstr(lib, "MPICH")  ? "mpich"
                                                               : "unknown");
+#endif
   if (!ver) short_version(B.mpi_version, B.impl_version, sizeof B.impl_version);
 }
 

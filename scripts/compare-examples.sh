@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run each example once with the native MPI-IO and once under pario (LD_PRELOAD of
-# BUILD_DIR/<flavour>/src/libpario.so), for Open MPI and MPICH; the two output files must be
+# BUILD_DIR/<flavour>/src/libpario.so), for Open MPI and MPICH and each other flavour built
+# (cmake/flavours.txt: openmpi5, mpich5, impi); the two output files must be
 # byte-identical. Prints a table (example, MPI, native and pario seconds as reported by the
 # example: its write plus read time, identical yes/no) and exits non-zero on any mismatch or
 # failed run. Each run also verifies its own data and checks, through --expect, that MPI-IO
@@ -18,8 +19,10 @@ examples=("checkpoint2d --nx 2048 --ny 1024"
 status=0
 echo "examples at $np ranks, native MPI-IO vs pario (files compared with cmp)"
 printf '%-20s %-8s %10s %10s  %s\n' example MPI "native s" "pario s" identical
-for f in openmpi mpich; do
+export PARIO_MPI_VENVS=${PARIO_MPI_VENVS:-$(cd "$build" && pwd)/mpi}
+for f in $("$here/flavours.sh" list); do
   b=$build/$f
+  case $f in openmpi|mpich) ;; *) [ -x "$b/examples/checkpoint2d" ] || continue ;; esac
   if [ ! -x "$b/examples/checkpoint2d" ] || [ ! -e "$b/src/libpario.so" ]; then
     echo "compare-examples: $b/examples or $b/src/libpario.so not built" >&2
     status=1

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# make demo: the native MPI-IO against pario on this machine, both MPIs. First the examples
-# (files compared byte for byte), then the benchmark sweep `pario bench run all --quick`,
+# make demo: the native MPI-IO against pario on this machine, every MPI flavour built (Debian's
+# Open MPI and MPICH; openmpi5, mpich5, impi where make deps could install them). First the
+# examples (files compared byte for byte), then the benchmark sweep `pario bench run all --quick`
+# over those flavours,
 # which prints a headline per suite (overlap in the direct-I/O regime, where a nonblocking
 # write can overlap the computation) and a summary table, and writes results/demo-*/report.html
 # with summary.csv and summary.json beside it. Before the sweep, one traced run (PARIO_TRACE):
@@ -70,6 +72,7 @@ if [ -x "$server" ] && [ -x "$example" ]; then
   remote_cleanup
   trap - INT TERM EXIT
 fi
-echo "== pario bench run all --quick"
-exec "$build/venv/bin/pario" bench run all --quick --build-dir "$build" \
+mpis=$(for f in $(scripts/flavours.sh list); do [ -x "$build/$f/bench/pario-bench" ] && echo "$f"; done | paste -sd,)
+echo "== pario bench run all --quick --mpi $mpis"
+exec "$build/venv/bin/pario" bench run all --quick --mpi "$mpis" --build-dir "$build" \
   --repeat "${PARIO_DEMO_REPEAT:-1}" --out "results/demo-$stamp"

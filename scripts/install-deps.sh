@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Install what building, testing and benchmarking pario needs on Debian 12 (run as root).
 # Idempotent: skips apt when everything is already there.
+# Then the MPIs of cmake/flavours.txt that come from the Python package index (openmpi5,
+# mpich5, impi), each pinned into its own venv BUILD/mpi/<flavour> (BUILD: $BUILD, default
+# build; nothing system-wide, no root needed). Where the index cannot be reached, that flavour
+# is skipped with one line and `make build` / `make test` go on without it.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
       python3 python3-venv python3-pip python3-mpi4py liburing-dev libssl-dev
@@ -32,3 +36,24 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq "${missing[@]}"
 fi
+
+build=${BUILD:-build}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+while read -r flavour _ where mpicc _ pip _; do
+  [ "$where" = venv ] || continue
+  root=$build/mpi/$flavour
+  want=${pip//,/ }
+  # the stamp names what was installed: a changed pin reinstalls
+  if [ -x "$root/bin/$mpicc" ] && [ "$(cat "$root/.pario-pip" 2>/dev/null)" = "$want" ]; then continue; fi
+  out=""
+  echo "install-deps: $flavour: pip install $want into $root"
+  rm -rf "$root"
+  if python3 -m venv "$root" &&
+     out=$("$root/bin/pip" install -q --disable-pip-version-check --timeout 20 --retries 1 $want 2>&1) &&
+     [ -x "$root/bin/$mpicc" ]; then
+    echo "$want" >"$root/.pario-pip"
+  else
+    echo "install-deps: skipping $flavour: pip install $want failed (is the package index reachable?): $(echo "$out" | tail -n 1)" >&2
+    rm -rf "$root"
+  fi
+done < <(grep '^[a-z]' "$here/../cmake/flavours.txt")

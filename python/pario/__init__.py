@@ -9,4 +9,7 @@ __version__ = "0.1.0"
 
 SUITES = ("overlap", "cfs", "noncontig", "sharedfp", "btio")
 IMPLS = ("native", "pario")
+# The MPI flavours a default sweep covers (Debian's two), and every flavour pario knows: the
+# rows of cmake/flavours.txt (tests/python/test_launch.py checks they agree).
 MPIS = ("openmpi", "mpich")
+FLAVOURS = MPIS + ("openmpi5", "mpich5", "impi")

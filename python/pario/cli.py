@@ -27,7 +27,7 @@ import socket
 import sys
 from typing import List, Optional
 
-from . import IMPLS, MPIS, SUITES, __version__
+from . import FLAVOURS, IMPLS, MPIS, SUITES, __version__
 from .cli_tools import cmd_checksum, cmd_remote
 from .cli_trace import _trace_parsers, cmd_trace
 from .cliargs import EXIT_INTERNAL, EXIT_NOTHING, EXIT_OK, EXIT_VERIFY, UsageError, _error, _Parser, _pause, _seconds
@@ -79,14 +79,14 @@ def _parser() -> argparse.ArgumentParser:
                           "its figures are too short to quote)")
     run.add_argument("--ranks", metavar="LIST", help="rank counts, e.g. 1,2,4 (default 1,2,4)")
     run.add_argument("--mpi", metavar="LIST", default=",".join(MPIS),
-                     help="MPI flavours (default %(default)s)")
+                     help="MPI flavours, any of " + ",".join(FLAVOURS) + " (default %(default)s)")
     run.add_argument("--impl", metavar="LIST", default=",".join(IMPLS),
                      help="implementations (default %(default)s)")
     run.add_argument("--out", metavar="DIR", help="results directory (default results/bench-<UTC time>)")
     run.add_argument("--launcher", metavar="CMD",
                      help="launcher template with {ranks} (and optionally {mpi}), e.g. 'srun -n {ranks}'; "
                           "pario then reaches the ranks as LD_PRELOAD in their environment. "
-                          "Default: mpiexec.openmpi / mpiexec.mpich as scripts/mpirun.sh")
+                          "Default: each flavour's launcher as scripts/mpirun.sh")
     run.add_argument("--build-dir", metavar="DIR", default=None,
                      help="where <flavour>/bench/pario-bench and <flavour>/src/libpario.so are "
                           "(default $PARIO_BUILD_DIR or ./build); installed ones are found too")
@@ -120,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     rem.add_argument("--experiments", metavar="LIST", default="all", help="comma-separated, or all (default)")
     rem.add_argument("--quick", action="store_true", help="small sizes: checks that everything works")
     rem.add_argument("--repeat", type=int, default=5, metavar="N", help="runs per figure (default 5)")
-    rem.add_argument("--mpi", metavar="FLAVOUR", default="mpich", choices=MPIS, help="MPI flavour (default mpich)")
+    rem.add_argument("--mpi", metavar="FLAVOUR", default="mpich", choices=FLAVOURS, help="MPI flavour (default mpich)")
     rem.add_argument("--out", metavar="DIR", help="results directory (default results/remote-<UTC time>)")
     rem.add_argument("--build-dir", metavar="DIR", default=None, help="build tree (default $PARIO_BUILD_DIR or ./build)")
     rem.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=900.0,
@@ -137,7 +137,7 @@ def _parser() -> argparse.ArgumentParser:
     ck.add_argument("files", nargs="+", metavar="FILE", help="a path or x-rio://host:port/path")
     ck.add_argument("--algo", default="adler32", choices=("adler32", "crc32c"), help="default adler32")
     ck.add_argument("--secret-file", metavar="F", help="the server's secret (default $PARIO_RIO_SECRET_FILE)")
-    ck.add_argument("--mpi", metavar="FLAVOUR", default="mpich", choices=MPIS, help="MPI flavour (default mpich)")
+    ck.add_argument("--mpi", metavar="FLAVOUR", default="mpich", choices=FLAVOURS, help="MPI flavour (default mpich)")
     ck.add_argument("--build-dir", metavar="DIR", default=None, help="build tree (default $PARIO_BUILD_DIR or ./build)")
     ck.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=3600.0,
                     help="give up after this long (default 3600)")
@@ -156,7 +156,7 @@ def version_lines(build_dir: Optional[str] = None) -> List[str]:
     lines = [f"pario {__version__}"]
     env = Launcher().env()
     found_any = False
-    for mpi in MPIS:
+    for mpi in FLAVOURS:
         found = find_bench(mpi, build_dir)
         if found is None:
             continue
@@ -223,7 +223,7 @@ def _print_summary(directory: str, report: str, stream=None) -> None:
 def cmd_run(args) -> int:
     try:
         suites = parse_suites(args.suite)
-        mpis = parse_choice_list(args.mpi, MPIS, "MPI flavour")
+        mpis = parse_choice_list(args.mpi, FLAVOURS, "MPI flavour")
         impls = parse_choice_list(args.impl, IMPLS, "implementation")
         ranks = parse_ranks(args.ranks) if args.ranks else None
         launcher = Launcher(args.launcher)

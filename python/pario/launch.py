@@ -2,7 +2,9 @@
 
 The default launchers mirror scripts/mpirun.sh: Open MPI's mpiexec with oversubscription
 (allowed to run as root), pario preloaded with `-x LD_PRELOAD=...`; MPICH's hydra with
-`-genv LD_PRELOAD ...`. A custom launcher is a template such as "srun -n {ranks}" or
+`-genv LD_PRELOAD ...`. The other flavours (cmake/flavours.txt: openmpi5, mpich5, impi, MPIs
+from pip venvs) run through their build tree's BUILD/<flavour>/mpi-launcher/pario-mpirun, which
+is scripts/mpirun.sh with that MPI's place and variables. A custom launcher is a template such as "srun -n {ranks}" or
 "mpiexec.{mpi} -n {ranks}"; the program is then started through `env LD_PRELOAD=<lib>` so
 the library reaches the ranks through their environment whatever the launcher forwards,
 and the launcher itself is not preloaded.
@@ -14,6 +16,8 @@ import os
 import shlex
 from dataclasses import dataclass
 from typing import Dict, List, Optional
+
+from . import FLAVOURS
 
 # Variables pario reads; forwarded to the ranks by the default Open MPI launcher (MPICH's
 # hydra forwards the whole environment by default).
@@ -68,7 +72,7 @@ class Launcher:
         return env
 
     def describe(self) -> str:
-        return self.template if self.template is not None else "default (mpiexec.openmpi / mpiexec.mpich)"
+        return self.template if self.template is not None else "default (each flavour's, as scripts/mpirun.sh)"
 
 
 def split_template(template: str) -> List[str]:
@@ -117,4 +121,12 @@ def default_command(mpi: str, ranks: int, program: List[str], preload: Optional[
         if preload:
             args += ["-genv", "LD_PRELOAD", _preload_list(preload, environ)]
         return args + ["-n", str(ranks)] + program
-    raise LauncherError(f"unknown MPI flavour {mpi!r} (openmpi or mpich)")
+    if mpi in FLAVOURS:
+        # pario-bench is BUILD/<flavour>/bench/pario-bench: the launcher is in the same tree.
+        tree = os.path.dirname(os.path.dirname(os.path.abspath(program[0])))
+        wrapper = os.path.join(tree, "mpi-launcher", "pario-mpirun")
+        if not os.access(wrapper, os.X_OK):
+            raise LauncherError(f"no launcher for {mpi}: {program[0]} is not in a build tree of "
+                                f"make build (no {wrapper}); give --launcher")
+        return [wrapper, str(ranks)] + (["--pario", preload] if preload else []) + program
+    raise LauncherError(f"unknown MPI flavour {mpi!r} ({', '.join(FLAVOURS)})")

@@ -114,8 +114,9 @@ if [ ${#others[@]} -gt 0 ]; then
     { cat "$work/cmake-consumer-none.log"; fail "no clear message"; }
 fi
 
-if [ ${#others[@]} -gt 0 ] && [ "$findmpi" = OFF ]; then
-  other=$name
+# Debian's flavour of the other family (mpicc.<other>), when its tree was installed beside.
+other=$([ "$flavour" = mpich ] && echo openmpi || echo mpich)
+if [ "$findmpi" = OFF ] && [ -n "$(find "$prefix" -name "pario-$other-info.cmake" -print -quit)" ]; then
   step "CMake consumer for $flavour with $other's wrapper: must be refused"
   if cmake -S "$here/cmake-consumer" -B "$work/cmake-consumer-mixed" -DCMAKE_PREFIX_PATH="$prefix" \
        -DFLAVOUR="$flavour" -DMPI_C_COMPILER="mpicc.$other" >"$work/cmake-consumer-mixed.log" 2>&1; then

@@ -1,7 +1,10 @@
 """Launcher command lines: the defaults mirror scripts/mpirun.sh; templates for srun & co."""
 
+import os
+
 import pytest
 
+from pario import FLAVOURS, MPIS
 from pario.launch import Launcher, LauncherError, default_command
 
 PROG = ["/b/pario-bench", "cfs", "--results", "/r.jsonl"]
@@ -28,6 +31,32 @@ def test_mpich_native_and_pario():
 def test_unknown_flavour():
     with pytest.raises(LauncherError):
         default_command("lam", 1, PROG)
+
+
+def test_flavours_are_the_table():
+    """python/pario knows the flavours of cmake/flavours.txt, the one table of them."""
+    table = os.path.join(os.path.dirname(__file__), "..", "..", "cmake", "flavours.txt")
+    with open(table) as f:
+        rows = [line.split()[0] for line in f if line[:1].isalpha()]
+    assert list(FLAVOURS) == rows and set(MPIS) <= set(FLAVOURS)
+
+
+def test_venv_flavour_uses_its_build_tree(tmp_path):
+    """openmpi5, mpich5, impi: launched by BUILD/<flavour>/mpi-launcher/pario-mpirun beside the
+    bench; a bench outside a build tree has no launcher (a clear error, not a wrong MPI)."""
+    bench = tmp_path / "mpich5" / "bench" / "pario-bench"
+    bench.parent.mkdir(parents=True)
+    bench.write_text("")
+    prog = [str(bench), "cfs"]
+    with pytest.raises(LauncherError, match="no launcher for mpich5"):
+        default_command("mpich5", 2, prog)
+    wrapper = tmp_path / "mpich5" / "mpi-launcher" / "pario-mpirun"
+    wrapper.parent.mkdir()
+    wrapper.write_text("#!/bin/sh\n")
+    wrapper.chmod(0o755)
+    assert default_command("mpich5", 2, prog) == [str(wrapper), "2"] + prog
+    assert default_command("impi", 3, prog, "/l/libpario.so") == \
+        [str(wrapper), "3", "--pario", "/l/libpario.so"] + prog
 
 
 def test_root_environment():

@@ -319,8 +319,14 @@ static void gen(const char *name) {
   rc = MPI_File_write_at(fh, (MPI_Offset)rank * B, buf, B, MPI_BYTE, MPI_STATUS_IGNORE); /* contiguous */
   CHECK(rc == MPI_SUCCESS, "write_at %s: %s", name, err_text(rc));
   MPI_Offset base = (MPI_Offset)np * B;
-  MPI_Datatype ft, mt;
-  MPI_Type_vector(N, 3, 3 * np, MPI_INT, &ft); /* noncontiguous file, collective */
+  MPI_Datatype vt, ft, mt;
+  /* noncontiguous file, collective; resized to N whole strides so that the independent write
+   * below tiles after it (a bare vector's extent stops at its last block: the next instance
+   * would overlap another rank's last piece, a conflicting access whose outcome the standard
+   * leaves undefined and OMPIO's collective write races on) */
+  MPI_Type_vector(N, 3, 3 * np, MPI_INT, &vt);
+  MPI_Type_create_resized(vt, 0, (MPI_Aint)N * 3 * np * (MPI_Aint)sizeof(int), &ft);
+  MPI_Type_free(&vt);
   MPI_Type_commit(&ft);
   MPI_Type_vector(N, 3, 5, MPI_INT, &mt); /* noncontiguous memory */
   MPI_Type_commit(&mt);

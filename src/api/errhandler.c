@@ -97,12 +97,17 @@ static MPI_File file_from_int(const char *op, int fint) {
   return fh;
 }
 
-#ifdef MPI_ABI_VERSION
+#if defined(MPI_ABI_VERSION) || defined(PARIO_HOST_FILE_TOINT)
+/* MPI-4.1's toint/fromint: the ABI's only conversion, and exported beside c2f/f2c by MPIs whose
+ * own libraries have them (their mpi.h may not declare them: MPICH 5's does not). */
+int PMPI_File_toint(MPI_File file);
+MPI_File PMPI_File_fromint(int file);
 PARIO_EXPORT int PMPI_File_toint(MPI_File file) { return file_to_int("MPI_File_toint", file); }
 PARIO_WEAK_ALIAS(MPI_File_toint)
 PARIO_EXPORT MPI_File PMPI_File_fromint(int file) { return file_from_int("MPI_File_fromint", file); }
 PARIO_WEAK_ALIAS(MPI_File_fromint)
-#else
+#endif
+#ifndef MPI_ABI_VERSION
 PARIO_EXPORT MPI_Fint PMPI_File_c2f(MPI_File file) { return (MPI_Fint)file_to_int("MPI_File_c2f", file); }
 PARIO_WEAK_ALIAS(MPI_File_c2f)
 PARIO_EXPORT MPI_File PMPI_File_f2c(MPI_Fint file) { return file_from_int("MPI_File_f2c", (int)file); }

@@ -20,7 +20,7 @@ static int sum_local(pario_file *f, unsigned algo, off_t offset, off_t len, uint
   while (!e && (len == 0 || done < len)) {
     size_t want = len == 0 || len - done > SUM_CHUNK ? SUM_CHUNK : (size_t)(len - done), got = 0;
     struct iovec iov = {buf, want};
-    e = f->drv->preadv(f->dh, &iov, 1, offset + done, &got);
+    e = f->drv->preadv(f->dh, &iov, 1, offset + done, &got, NULL);
     if (e) break;
     v = rio_sum_update(algo, v, buf, got);
     done += (off_t)got;

@@ -12,17 +12,15 @@
 /* The tag of part k of the current call: the same on every rank (every rank counts the same
  * collective calls of the context), different for every call, part and file open (uid), with
  * its low 16 bits free for the request's number (driver/driver.h). */
-void coll_tag(const pario_coll_ctx *c, long long k, int n) {
-  if (!c->f->drv->remote || n < 2) return;
+pario_drv_coll coll_tag(const pario_coll_ctx *c, long long k, int n) {
+  if (!c->f->drv->remote || n < 2) return (pario_drv_coll){0, 0, 0};
   uint64_t x = c->f->uid ^ ((uint64_t)c->nb << 63) ^ c->calls * 0x9E3779B97F4A7C15ull ^
                (uint64_t)(k + 1) * 0xD6E8FEB86659FD93ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull; /* splitmix64's finaliser */
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   x = (x ^ (x >> 31)) & ~(uint64_t)PARIO_COLL_SEQ_MAX;
-  pario_drv_coll_now = (pario_drv_coll){x ? x : PARIO_COLL_SEQ_MAX + 1ull, (uint32_t)n, 0};
+  return (pario_drv_coll){x ? x : PARIO_COLL_SEQ_MAX + 1ull, (uint32_t)n, 0};
 }
-
-void coll_untag(void) { pario_drv_coll_now = (pario_drv_coll){0, 0, 0}; }
 
 /* The call's outcome, the same class on every rank: rc where this rank failed, else an error
  * naming the rank that failed, else success. The last communication of every path, so a rank
@@ -34,12 +32,12 @@ static int coll_outcome(pario_coll_ctx *c, const char *op, int rw, int rc, int q
 
 /* Every rank on its own: the independent path (with data sieving), then one agreement on the
  * outcome (the path has no other collective after the I/O). lock_writes: some rank sieves, so
- * every write holds byte-range locks. */
+ * every write holds byte-range locks. tag: the driver's tag of the ranks' accesses, or NULL. */
 static int independently(pario_coll_ctx *c, const pario_snap *s, const char *op, int rw, MPI_Offset pos,
                          void *buf, MPI_Count count, MPI_Datatype type, const pario_typemap *tm,
-                         MPI_Count *bytes, int lock_writes) {
+                         MPI_Count *bytes, int lock_writes, pario_drv_coll *tag) {
   MPI_Count b = 0;
-  int rc = tm ? pario_access_ex(c->f, s, op, rw, pos, buf, count, type, &b, lock_writes) : MPI_SUCCESS;
+  int rc = tm ? pario_access_ex(c->f, s, op, rw, pos, buf, count, type, &b, lock_writes, tag) : MPI_SUCCESS;
   uint64_t t0 = PARIO_TRACE_T0();
   rc = coll_outcome(c, op, rw, rc, 1); /* a tiny access would wait out a nap (docs/collective.md#errors) */
   PARIO_TRACE_SPAN(PARIO_TC_COLL, "wait_done", t0, PARIO_TA("rc", rc));
@@ -146,7 +144,7 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
      * representation, so every rank takes this branch. Without the allgather no rank knows
      * whether another sieves, so every write holds byte-range locks. */
     c->why = COLL_WHY_USER_DATAREP;
-    return independently(c, s, op, rw, pos, buf, count, type, tm, bytes, 1);
+    return independently(c, s, op, rw, pos, buf, count, type, tm, bytes, 1, NULL);
   }
   MPI_Offset n = readable(f, s->view, rw, pos, want);
   struct coll_info mine = describe(f, s->view, rw, pos, n);
@@ -168,10 +166,8 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
   if (!coll_why_aggregates(c->why)) {
     int sieving = 0, senders = 0; /* some rank rewrites windows around others' data: every write locks */
     for (int r = 0; r < c->np; r++) sieving |= c->info[r].sieves != 0, senders += c->info[r].n > 0;
-    coll_tag(c, -1, senders); /* the ranks' requests are one collective access for a forwarder */
-    int rc = independently(c, s, op, rw, pos, buf, count, type, tm, bytes, sieving);
-    coll_untag();
-    return rc;
+    pario_drv_coll tag = coll_tag(c, -1, senders); /* the ranks' requests: one access for a forwarder */
+    return independently(c, s, op, rw, pos, buf, count, type, tm, bytes, sieving, &tag);
   }
   coll_call x = {.op = op, .rw = rw, .view = s->view, .pos = pos, .n = n, .buf = buf, .tm = tm,
                  .type = type, .count = count,

@@ -268,13 +268,13 @@ static int io_error(const pario_coll_ctx *c, const char *op, int rw, int e, MPI_
                    rw == PARIO_WRITE ? "write" : "read", (long long)len, (long long)off);
 }
 
-/* One storage access of len bytes at off, at offset at of the collective buffer: an errno
- * value, or 0. */
-static int xfer(const pario_coll_ctx *c, int rw, MPI_Offset at, MPI_Offset len, MPI_Offset off, size_t *got) {
+/* One storage access of len bytes at off, at offset at of the collective buffer, tagged as
+ * part of the round's collective access: an errno value, or 0. */
+static int xfer(pario_coll_ctx *c, int rw, MPI_Offset at, MPI_Offset len, MPI_Offset off, size_t *got) {
   struct iovec v = {c->cbuf + at, (size_t)len};
   *got = 0;
   if (c->eio_rank == c->rank) return EIO; /* tests: this rank's aggregation fails */
-  return pario_drv_xfer(c->f, rw, &v, 1, (off_t)off, got);
+  return pario_drv_xfer(c->f, rw, &v, 1, (off_t)off, got, &c->tag);
 }
 
 /* Read [rs, re) into the buffer that holds the chunk from lo; past end of file reads as zeros. */
@@ -452,9 +452,9 @@ int coll_rounds(pario_coll_ctx *c, const coll_call *x) {
       /* Within a round an aggregator's storage accesses wait for nobody else's (its data
        * arrived before the first), so a forwarder may hold them until every aggregator's
        * access of the same number is there; across rounds they would. */
-      coll_tag(c, k, lo < hi ? round_senders(c, x, k) : 0);
+      c->tag = coll_tag(c, k, lo < hi ? round_senders(c, x, k) : 0);
       int e = lo < hi ? aggregate_window(c, x, lo, hi, &rd) : MPI_SUCCESS;
-      coll_untag();
+      c->tag = (pario_drv_coll){0, 0, 0};
       if (rc == MPI_SUCCESS) rc = e;
     }
     int e = finish_round(c, x, &rd);

@@ -82,6 +82,7 @@ struct pario_coll_ctx {
   size_t cbcap, stcap, pkcap;
   pario_run *iv; /* the current window's file intervals, piece by piece */
   size_t ivcap;
+  pario_drv_coll tag; /* the round in progress: its aggregator's storage accesses (coll_tag) */
   int eio_rank, nomem_rank, nomem_site; /* test knobs (-1, COLL_SITE_NONE: off) */
 };
 
@@ -124,9 +125,9 @@ static inline const pario_view *coll_view_of(const pario_coll_ctx *c, const coll
 int coll_buffers(pario_coll_ctx *c, const coll_call *x);
 int coll_rounds(pario_coll_ctx *c, const coll_call *x);
 
-/* access.c: tag this thread's file accesses as part k of the current collective call, made by
- * n ranks (driver/driver.h, pario_drv_coll_now), for drivers of remote storage; untag after. */
-void coll_tag(const pario_coll_ctx *c, long long k, int n);
-void coll_untag(void);
+/* access.c: the tag of part k of the current collective call, made by n ranks, that the file
+ * accesses of that part hand to the driver (driver/driver.h, pario_drv_coll: drivers of remote
+ * storage send it with their requests); base 0 (no tag) for local storage or fewer than 2. */
+pario_drv_coll coll_tag(const pario_coll_ctx *c, long long k, int n);
 
 #endif

@@ -93,8 +93,10 @@ void pario_io_count_request(pario_file *f, MPI_Offset n);
 int pario_file_check(MPI_File fh, const char *op, pario_file **out);
 
 /* The driver's transfers and sync for the data path (core/io.c): every caller that moves data
- * goes through these, so tracing sees each driver operation in one place. */
-int pario_drv_xfer(pario_file *f, int rw, const struct iovec *iov, int cnt, off_t off, size_t *got);
+ * goes through these, so tracing sees each driver operation in one place. coll: the collective
+ * access the transfer is part of (driver/driver.h, pario_drv_coll), NULL for independent I/O. */
+int pario_drv_xfer(pario_file *f, int rw, const struct iovec *iov, int cnt, off_t off, size_t *got,
+                   pario_drv_coll *coll);
 int pario_drv_sync(pario_file *f);
 
 /* Process-wide finalize hook (core/finalize.c): armed once, at the first open. */
@@ -128,10 +130,11 @@ int pario_access(pario_file *f, const pario_snap *s, const char *op, int rw, MPI
  * The _ex form's flags: 1 (lock_writes): every write segment holds a byte-range write lock, for
  * a write that runs beside other processes' data-sieving writes (a collective write done
  * independently where some rank sieves); PARIO_ACCESS_RAW: buf holds (MPI_BYTE) data already
- * in the file's representation, moved without conversion. */
+ * in the file's representation, moved without conversion. coll: the collective access this one
+ * is this rank's part of (its driver requests carry the tag, driver/driver.h), or NULL. */
 #define PARIO_ACCESS_RAW 2
 int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
-                    MPI_Count count, MPI_Datatype type, MPI_Count *bytes, int lock_writes);
+                    MPI_Count count, MPI_Datatype type, MPI_Count *bytes, int lock_writes, pario_drv_coll *coll);
 /* The same access started on the driver's submission path (driver.h submit), without a thread
  * and without waiting: 1 when started, then done(arg, code, bytes) follows exactly once (from
  * any thread; code as pario_access returns it, bytes as its *bytes); 0 when the access must

@@ -18,10 +18,12 @@
 
 /* Tracing on: the transfer under a new request id (flow) that a remote driver can read with
  * pario_trace_flow_current() and send along, so the server's events link back to it. */
-static int xfer_traced(pario_file *f, int rw, const struct iovec *iov, int cnt, off_t off, size_t *got) {
+static int xfer_traced(pario_file *f, int rw, const struct iovec *iov, int cnt, off_t off, size_t *got,
+                       pario_drv_coll *coll) {
   uint64_t flow = pario_trace_flow_new(), t0 = pario_trace_now();
   pario_trace_flow_set(flow);
-  int e = rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, off, got) : f->drv->preadv(f->dh, iov, cnt, off, got);
+  int e = rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, off, got, coll)
+                            : f->drv->preadv(f->dh, iov, cnt, off, got, coll);
   pario_trace_flow_set(0);
   size_t len = 0;
   for (int i = 0; i < cnt; i++) len += iov[i].iov_len;
@@ -49,10 +51,13 @@ void pario_io_counters_info(pario_file *f, MPI_Info info) {
 
 /* Every driver transfer of the data path passes here (list transfers in list_access), so
  * the read volume is counted here. */
-int pario_drv_xfer(pario_file *f, int rw, const struct iovec *iov, int cnt, off_t off, size_t *got) {
+int pario_drv_xfer(pario_file *f, int rw, const struct iovec *iov, int cnt, off_t off, size_t *got,
+                   pario_drv_coll *coll) {
   int e;
-  if (PARIO_TRACING()) e = xfer_traced(f, rw, iov, cnt, off, got);
-  else e = rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, off, got) : f->drv->preadv(f->dh, iov, cnt, off, got);
+  if (PARIO_TRACING()) e = xfer_traced(f, rw, iov, cnt, off, got, coll);
+  else
+    e = rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, off, got, coll)
+                          : f->drv->preadv(f->dh, iov, cnt, off, got, coll);
   if (rw == PARIO_READ) count_read(f, *got);
   return e;
 }
@@ -132,7 +137,7 @@ static int xfer_seg(pario_file *f, const char *op, int rw, pario_mcursor *mc, MP
     int cnt;
     size_t got = 0;
     MPI_Offset m = pario_mcursor_iov(mc, seg, iov, MAXIOV, &cnt);
-    int e = pario_drv_xfer(f, rw, iov, cnt, (off_t)off, &got);
+    int e = pario_drv_xfer(f, rw, iov, cnt, (off_t)off, &got, NULL);
     *done += (MPI_Offset)got;
     if (e) {
       rc = xfer_error(f, op, rw, e, m, off);
@@ -215,7 +220,7 @@ static int sieve_read(pario_file *f, const char *op, pario_fcursor *fc, pario_mc
         size_t got = 0;
         struct iovec v = {win, (size_t)(wend - off)};
         uint64_t t0 = PARIO_TRACE_T0();
-        int e = pario_drv_xfer(f, PARIO_READ, &v, 1, (off_t)off, &got);
+        int e = pario_drv_xfer(f, PARIO_READ, &v, 1, (off_t)off, &got, NULL);
         PARIO_TRACE_SPAN(PARIO_TC_SIEVE, "read_window", t0, PARIO_TA("file", f->uid), PARIO_TA("offset", off),
                          PARIO_TA("len", v.iov_len), PARIO_TA("got", got));
         if (e) {
@@ -303,7 +308,7 @@ static int sieve_read_scatter(pario_file *f, const char *op, pario_fcursor *fc, 
     size_t got = 0;
     MPI_Offset want = off - wstart;
     uint64_t t0 = PARIO_TRACE_T0();
-    int e = pario_drv_xfer(f, PARIO_READ, iov, k, (off_t)wstart, &got);
+    int e = pario_drv_xfer(f, PARIO_READ, iov, k, (off_t)wstart, &got, NULL);
     PARIO_TRACE_SPAN(PARIO_TC_SIEVE, "scatter_window", t0, PARIO_TA("file", f->uid), PARIO_TA("offset", wstart),
                      PARIO_TA("len", want), PARIO_TA("data", data), PARIO_TA("iovcnt", k));
     if (e) {
@@ -359,7 +364,7 @@ static int sieve_write(pario_file *f, int atomic, const char *op, pario_fcursor 
     }
     size_t got = 0;
     struct iovec v = {win, (size_t)wlen};
-    int e = pario_drv_xfer(f, PARIO_READ, &v, 1, (off_t)wstart, &got);
+    int e = pario_drv_xfer(f, PARIO_READ, &v, 1, (off_t)wstart, &got, NULL);
     if (e) rc = xfer_error(f, op, PARIO_READ, e, wlen, wstart);
     if (rc == MPI_SUCCESS) {
       memset(win + got, 0, (size_t)(wlen - (MPI_Offset)got)); /* past end of file: a hole */
@@ -373,7 +378,7 @@ static int sieve_write(pario_file *f, int atomic, const char *op, pario_fcursor 
         seg = pario_fcursor_next(fc, n - *done - used, &off);
         if (off >= end) break; /* starts the next window */
       }
-      e = pario_drv_xfer(f, PARIO_WRITE, &v, 1, (off_t)wstart, &got);
+      e = pario_drv_xfer(f, PARIO_WRITE, &v, 1, (off_t)wstart, &got, NULL);
       if (e) rc = xfer_error(f, op, PARIO_WRITE, e, wlen, wstart);
       else *done += used;
     }
@@ -437,7 +442,7 @@ static void win_wait(win_set *s, int max) {
  * -1 when nothing more should start (its error or end of file is in the window); ENOMEM when
  * there is no window. */
 static int win_start(pario_file *f, win_set *s, int rw, const pario_seg *segs, int nseg, const struct iovec *iov,
-                     int niov, MPI_Offset bytes) {
+                     int niov, MPI_Offset bytes, pario_drv_coll *coll) {
   win *w = calloc(1, sizeof *w);
   if (!w) return ENOMEM;
   *w = (win){NULL, s, bytes, (MPI_Offset)segs[0].off, 0, 0};
@@ -445,10 +450,11 @@ static int win_start(pario_file *f, win_set *s, int rw, const pario_seg *segs, i
   pthread_mutex_lock(&s->mu);
   s->inflight++;
   pthread_mutex_unlock(&s->mu);
-  int e = f->drv->submit ? f->drv->submit(f->dh, rw == PARIO_WRITE, segs, nseg, iov, niov, win_done, w) : EOPNOTSUPP;
+  int e = f->drv->submit ? f->drv->submit(f->dh, rw == PARIO_WRITE, segs, nseg, iov, niov, coll, win_done, w)
+                          : EOPNOTSUPP;
   if (e == EOPNOTSUPP)
-    e = rw == PARIO_WRITE ? f->drv->pwritel(f->dh, segs, nseg, iov, niov, &w->got)
-                          : f->drv->preadl(f->dh, segs, nseg, iov, niov, &w->got);
+    e = rw == PARIO_WRITE ? f->drv->pwritel(f->dh, segs, nseg, iov, niov, &w->got, coll)
+                          : f->drv->preadl(f->dh, segs, nseg, iov, niov, &w->got, coll);
   else if (!e) return 0;
   win_done(w, e, w->got);
   return e || w->got < (size_t)bytes ? -1 : 0; /* an error or the end of file: nothing after it */
@@ -496,7 +502,7 @@ static int next_window(pario_fcursor *fc, pario_mcursor *mc, MPI_Offset left, MP
  * larger first segment is not cut) and their memory pieces travel as one request, whatever
  * the view: no data sieving, no read-modify-write, no request per piece. */
 static int list_access(pario_file *f, const char *op, int rw, pario_fcursor *fc, pario_mcursor *mc,
-                       MPI_Offset n, MPI_Offset *done) {
+                       MPI_Offset n, MPI_Offset *done, pario_drv_coll *coll) {
   MPI_Offset cap = rw == PARIO_WRITE ? f->hints.ind_wr_buffer_size : f->hints.ind_rd_buffer_size, planned = 0;
   pario_seg *segs = NULL;
   struct iovec *iov = NULL;
@@ -511,7 +517,7 @@ static int list_access(pario_file *f, const char *op, int rw, pario_fcursor *fc,
       break;
     }
     planned += bytes;
-    int ws = win_start(f, &s, rw, segs, nseg, iov, niov, bytes);
+    int ws = win_start(f, &s, rw, segs, nseg, iov, niov, bytes, coll);
     if (ws == ENOMEM) rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
     if (ws) break;
     win_wait(&s, WINDOWS_IN_FLIGHT - 1);
@@ -584,7 +590,7 @@ int pario_access_submit(pario_file *f, const pario_snap *s, const char *op, int 
   if (sub && gather_all(&fc, &mc, n, &segs, &nseg, &iov, &niov) == 0) {
     *sub = (submitted){f, op, rw, n, (MPI_Offset)segs[0].off, done, arg};
     if (rw == PARIO_WRITE) pthread_rwlock_rdlock(&f->rmw_lock); /* as list_access: while it is sent */
-    e = f->drv->submit(f->dh, rw, segs, nseg, iov, niov, submitted_done, sub);
+    e = f->drv->submit(f->dh, rw, segs, nseg, iov, niov, NULL, submitted_done, sub); /* independent */
     if (rw == PARIO_WRITE) pthread_rwlock_unlock(&f->rmw_lock);
   }
   if (e) free(sub); /* not started: the caller runs pario_access, which reports any error */
@@ -607,13 +613,14 @@ int pario_sieves_write(const pario_file *f, const pario_view *v, MPI_Offset n) {
 
 int pario_access(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
                  MPI_Count count, MPI_Datatype type, MPI_Count *bytes) {
-  return pario_access_ex(f, s, op, rw, pos, buf, count, type, bytes, 0);
+  return pario_access_ex(f, s, op, rw, pos, buf, count, type, bytes, 0, NULL);
 }
 
 /* The transfer of n bytes of the view's data stream from pos, between the file and the memory
- * cursor, by whichever path fits; locked: atomic mode's byte-range lock is held already. */
+ * cursor, by whichever path fits; locked: atomic mode's byte-range lock is held already; coll:
+ * the collective access it is part of (only list transfers, those of remote drivers, carry it). */
 static int transfer(pario_file *f, const pario_view *v, int locked, const char *op, int rw, MPI_Offset pos,
-                    pario_mcursor *mc, MPI_Offset n, MPI_Offset *done, int lock_writes) {
+                    pario_mcursor *mc, MPI_Offset n, MPI_Offset *done, int lock_writes, pario_drv_coll *coll) {
   MPI_Offset first = 0, last = 0, before = *done;
   if (!v->contiguous) pario_view_extent_of(v, pos, n, &first, &last); /* where sieving windows stop */
   pario_fcursor fc;
@@ -623,11 +630,11 @@ static int transfer(pario_file *f, const pario_view *v, int locked, const char *
   uint64_t t0 = PARIO_TRACE_T0();
   if (f->drv->preadl && rw == PARIO_READ) { /* a remote driver: one list request per window */
     how = "list";
-    rc = list_access(f, op, rw, &fc, mc, n, done);
+    rc = list_access(f, op, rw, &fc, mc, n, done, coll);
   } else if (f->drv->pwritel && rw == PARIO_WRITE) {
     how = "list";
     pthread_rwlock_rdlock(&f->rmw_lock);
-    rc = list_access(f, op, rw, &fc, mc, n, done);
+    rc = list_access(f, op, rw, &fc, mc, n, done, coll);
     pthread_rwlock_unlock(&f->rmw_lock);
   } else if (rw == PARIO_READ && (!pario_sieves_read(f, v, n) || pario_view_irregular(v, pos, n))) {
     how = "direct";
@@ -663,7 +670,7 @@ static int transfer(pario_file *f, const pario_view *v, int locked, const char *
  * bytes, and each chunk goes through the same file-side paths as native data. */
 static int converted(pario_file *f, const pario_view *v, int locked, const char *op, int rw, MPI_Offset pos,
                      void *buf, MPI_Datatype type, const pario_typemap *tm, MPI_Offset n, MPI_Offset *done,
-                     int lock_writes) {
+                     int lock_writes, pario_drv_coll *coll) {
   pario_conv cv;
   const pario_typemap *bytes_tm;
   int rc = pario_conv_init(&cv, v->rep, buf, type, tm, 0, op, f->filename);
@@ -680,9 +687,9 @@ static int converted(pario_file *f, const pario_view *v, int locked, const char 
       rc = pario_err(MPI_ERR_INTERN, op, f->filename, 0, "conversion made no progress");
     } else if (rw == PARIO_WRITE) {
       rc = pario_conv_pack(&cv, stage, len);
-      if (rc == MPI_SUCCESS) rc = transfer(f, v, locked, op, rw, pos + *done, &mc, len, &got, lock_writes);
+      if (rc == MPI_SUCCESS) rc = transfer(f, v, locked, op, rw, pos + *done, &mc, len, &got, lock_writes, coll);
     } else {
-      rc = transfer(f, v, locked, op, rw, pos + *done, &mc, len, &got, 0);
+      rc = transfer(f, v, locked, op, rw, pos + *done, &mc, len, &got, 0, coll);
       int e = pario_conv_unpack(&cv, stage, got); /* what arrived, even before an error */
       if (rc == MPI_SUCCESS) rc = e;
     }
@@ -694,7 +701,7 @@ static int converted(pario_file *f, const pario_view *v, int locked, const char 
 }
 
 int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
-                    MPI_Count count, MPI_Datatype type, MPI_Count *bytes, int lock_writes) {
+                    MPI_Count count, MPI_Datatype type, MPI_Count *bytes, int lock_writes, pario_drv_coll *coll) {
   const pario_typemap *tm;
   const pario_view *v = s->view;
   const int atomic = s->atomic;
@@ -716,11 +723,11 @@ int pario_access_ex(pario_file *f, const pario_snap *s, const char *op, int rw, 
   }
   int rc;
   if (convert) {
-    rc = converted(f, v, atomic, op, rw, pos, buf, type, tm, n, &done, lock_writes & 1);
+    rc = converted(f, v, atomic, op, rw, pos, buf, type, tm, n, &done, lock_writes & 1, coll);
   } else {
     pario_mcursor mc;
     pario_mcursor_init(&mc, buf, tm);
-    rc = transfer(f, v, atomic, op, rw, pos, &mc, n, &done, lock_writes & 1);
+    rc = transfer(f, v, atomic, op, rw, pos, &mc, n, &done, lock_writes & 1, coll);
   }
   if (atomic) f->drv->lock(f->dh, PARIO_UNLOCK, first, last - first);
   *bytes = done;

@@ -29,15 +29,40 @@ typedef struct pario_drv_args {
 } pario_drv_args;
 enum { PARIO_DRV_WHY = 256 };
 
+/* The collective access a transfer belongs to, handed to the driver's transfer calls by the
+ * collective layer (through core's pario_drv_xfer / pario_access_ex; NULL for independent I/O).
+ * A remote driver tags its requests with it so that a forwarder can merge the parts of one
+ * collective access into one I/O (src/rio/PROTOCOL.md, coll_id); posix ignores it. base has
+ * its low 16 bits 0 and is the same on every rank for the same collective access; n is the
+ * number of ranks that send requests in it. The caller owns it for the whole access and the
+ * driver counts the requests it sends under it in seq: the k-th carries coll_id base + k, so
+ * the k-th requests of the n ranks form one group. */
+typedef struct pario_drv_coll {
+  uint64_t base;
+  uint32_t n, seq;
+} pario_drv_coll;
+
+enum { PARIO_COLL_SEQ_MAX = 0xffff };
+
+/* The tag of the next request sent under coll (*id 0: none, an independent request), as the
+ * io header of the rio protocol takes it. */
+static inline void pario_drv_coll_next(pario_drv_coll *c, uint64_t *id, uint32_t *n) {
+  *id = 0, *n = 0;
+  if (!c || !c->base || c->n < 2 || c->seq >= PARIO_COLL_SEQ_MAX) return;
+  *id = c->base | c->seq++;
+  *n = c->n;
+}
+
 typedef struct pario_driver {
   const char *name;
   /* flags are open(2) flags; perm the creation mode. *handle receives the driver's state. */
   int (*open)(const char *path, int flags, unsigned perm, void **handle);
   int (*close)(void *handle);
   /* Transfer exactly the iovecs at offset, looping over short transfers and EINTR.
-   * preadv stops early only at end of file: *done says how many bytes arrived. */
-  int (*preadv)(void *handle, const struct iovec *iov, int iovcnt, off_t offset, size_t *done);
-  int (*pwritev)(void *handle, const struct iovec *iov, int iovcnt, off_t offset, size_t *done);
+   * preadv stops early only at end of file: *done says how many bytes arrived. coll: the
+   * collective access the transfer is part of (above), NULL for independent I/O. */
+  int (*preadv)(void *handle, const struct iovec *iov, int iovcnt, off_t offset, size_t *done, pario_drv_coll *coll);
+  int (*pwritev)(void *handle, const struct iovec *iov, int iovcnt, off_t offset, size_t *done, pario_drv_coll *coll);
   int (*sync)(void *handle);
   int (*truncate)(void *handle, off_t size);
   int (*allocate)(void *handle, off_t offset, off_t len);
@@ -63,9 +88,12 @@ typedef struct pario_driver {
   int (*unlink_ex)(const char *path, const pario_drv_args *a);
   /* List transfer: the nseg file segments in order, their bytes gathered from or scattered
    * to the memory iovecs, as one request (no sieving, no read-modify-write). preadl stops
-   * early only at end of file: *done counts the bytes that arrived, in segment order. */
-  int (*preadl)(void *handle, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt, size_t *done);
-  int (*pwritel)(void *handle, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt, size_t *done);
+   * early only at end of file: *done counts the bytes that arrived, in segment order. coll as
+   * for preadv. */
+  int (*preadl)(void *handle, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt, size_t *done,
+                pario_drv_coll *coll);
+  int (*pwritel)(void *handle, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt, size_t *done,
+                 pario_drv_coll *coll);
   /* An atomic 64-bit counter per (file, key) shared by every handle of the file on the
    * storage (shared file pointers): op PARIO_CTR_ADD/SET/GET; *old the value before. */
   int (*counter)(void *handle, uint64_t key, int op, int64_t value, int64_t *old);
@@ -75,39 +103,15 @@ typedef struct pario_driver {
    * returns), with the errno and the bytes done as preadl/pwritel would give them. The driver
    * copies segs and mem; the memory they point to must stay valid until done. A nonzero return
    * means nothing was started and done is never called (EOPNOTSUPP: the driver declines this
-   * one, e.g. a large write whose data would keep the caller sending): run it as preadl/pwritel. */
+   * one, e.g. a large write whose data would keep the caller sending): run it as preadl/pwritel.
+   * coll as for preadv: read (its requests numbered) before submit returns. */
   int (*submit)(void *handle, int rw, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt,
-                void (*done)(void *arg, int err, size_t bytes), void *arg);
+                pario_drv_coll *coll, void (*done)(void *arg, int err, size_t bytes), void *arg);
   /* Checksum computed where the data lies (pario_file_checksum): algo as rio/checksum.h,
    * len bytes from offset (len 0: to the end of file); *bytes summed, fewer only at the end of
    * file. NULL: the caller reads through preadv and sums itself. */
   int (*checksum)(void *handle, unsigned algo, off_t offset, off_t len, uint32_t *value, off_t *bytes);
 } pario_driver;
-
-/* The collective access a transfer belongs to, on the calling thread: the collective layer
- * sets it around its file accesses (a thread-local here, because a lower layer may not call an
- * upper one), a remote driver tags its requests with it so that a forwarder can merge the parts
- * of one collective access into one I/O (src/rio/PROTOCOL.md, coll_id). base has its low 16
- * bits 0 and is the same on every rank for the same collective access; n is the number of
- * ranks that send requests in it. The k-th request a rank sends under it (k counted in seq)
- * carries coll_id base + k, so the k-th requests of the n ranks form one group. */
-typedef struct pario_drv_coll {
-  uint64_t base;
-  uint32_t n, seq;
-} pario_drv_coll;
-extern _Thread_local pario_drv_coll pario_drv_coll_now;
-
-enum { PARIO_COLL_SEQ_MAX = 0xffff };
-
-/* The tag of the next request sent under the current collective access (*id 0: none, an
- * independent request), as the io header of the rio protocol takes it. */
-static inline void pario_drv_coll_next(uint64_t *id, uint32_t *n) {
-  pario_drv_coll *c = &pario_drv_coll_now;
-  *id = 0, *n = 0;
-  if (!c->base || c->n < 2 || c->seq >= PARIO_COLL_SEQ_MAX) return;
-  *id = c->base | c->seq++;
-  *n = c->n;
-}
 
 extern const pario_driver pario_driver_posix;
 

@@ -138,11 +138,13 @@ static int px_xfer(void *handle, const struct iovec *iov, int cnt, off_t off, si
   return rc;
 }
 
-static int px_preadv(void *h, const struct iovec *iov, int cnt, off_t off, size_t *done) {
+static int px_preadv(void *h, const struct iovec *iov, int cnt, off_t off, size_t *done, pario_drv_coll *coll) {
+  (void)coll; /* local storage: nothing to merge */
   return px_xfer(h, iov, cnt, off, done, 0);
 }
 
-static int px_pwritev(void *h, const struct iovec *iov, int cnt, off_t off, size_t *done) {
+static int px_pwritev(void *h, const struct iovec *iov, int cnt, off_t off, size_t *done, pario_drv_coll *coll) {
+  (void)coll;
   return px_xfer(h, iov, cnt, off, done, 1);
 }
 

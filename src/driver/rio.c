@@ -354,7 +354,7 @@ static int take_mem(mem_cur *m, uint64_t len, io_part *p, int *cap) {
 /* Cut segs into requests within the server's limits: at most max_segments segments and a
  * body (and a READ reply) of at most max_request bytes. */
 static int plan_parts(const rio_conn *c, uint64_t sh, const pario_seg *segs, int nseg, const struct iovec *mem,
-                      int memcnt, io_part **out, int *nparts) {
+                      int memcnt, pario_drv_coll *coll, io_part **out, int *nparts) {
   uint64_t room_total = c->max_request - RIO_IO_HDR - RIO_STATUS - 8 - RIO_SEG; /* one segment's worth kept */
   uint32_t maxseg = c->max_segments;
   mem_cur m = {mem, memcnt, 0, 0};
@@ -389,7 +389,7 @@ static int plan_parts(const rio_conn *c, uint64_t sh, const pario_seg *segs, int
     rio_wr w = rio_wr_init(p->body, p->blen);
     uint64_t coll_id;
     uint32_t coll_n;
-    pario_drv_coll_next(&coll_id, &coll_n); /* a collective access's parts carry its tag */
+    pario_drv_coll_next(coll, &coll_id, &coll_n); /* a collective access's parts carry its tag */
     rio_put_io_hdr(&w, sh, coll_id, coll_n, (uint32_t)k);
     int memcap = 0;
     for (int i = 0; i < k && !e; i++) { /* second pass: from (s, used_in_seg) to (t, u) */
@@ -481,14 +481,14 @@ static int check_segs(const pario_seg *segs, int nseg, uint64_t *total) {
 
 /* A list transfer, waited for here. */
 static int io_list(rio_fh *h, int wr, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt,
-                   size_t *done) {
+                   size_t *done, pario_drv_coll *coll) {
   rio_conn *c;
   io_part *parts = NULL;
   uint64_t total;
   int np = 0, e = ensure(h, &c);
   *done = 0;
   if (!e) e = check_segs(segs, nseg, &total);
-  if (!e) e = plan_parts(c, h->sh, segs, nseg, mem, memcnt, &parts, &np);
+  if (!e) e = plan_parts(c, h->sh, segs, nseg, mem, memcnt, coll, &parts, &np);
   if (e) {
     free_parts(parts, np);
     return e;
@@ -517,7 +517,7 @@ void rio_aio_send(rio_conn *c, rio_aio *a) {
  * connection's sender thread; the receiver completes the transfer when the last reply has
  * come (or the connection has died). */
 static int rio_submit(void *handle, int rw, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt,
-                      void (*done)(void *arg, int err, size_t bytes), void *arg) {
+                      pario_drv_coll *coll, void (*done)(void *arg, int err, size_t bytes), void *arg) {
   rio_fh *h = handle;
   rio_conn *c;
   io_part *parts = NULL;
@@ -527,7 +527,7 @@ static int rio_submit(void *handle, int rw, const pario_seg *segs, int nseg, con
   rio_aio *a = calloc(1, sizeof *a);
   if (!a) return ENOMEM;
   e = ensure(h, &c); /* a deferred OPEN: a round trip, once per handle */
-  if (!e) e = plan_parts(c, h->sh, segs, nseg, mem, memcnt, &parts, &np);
+  if (!e) e = plan_parts(c, h->sh, segs, nseg, mem, memcnt, coll, &parts, &np);
   if (!e) {
     *a = (rio_aio){{NULL}, h, rw != 0, np, parts, np + 1, done, arg};
     if (rw && total > SUBMIT_INLINE_MAX) {
@@ -543,28 +543,30 @@ static int rio_submit(void *handle, int rw, const pario_seg *segs, int nseg, con
   return e;
 }
 
-static int rio_preadl(void *h, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt, size_t *done) {
-  return io_list(h, 0, segs, nseg, mem, memcnt, done);
+static int rio_preadl(void *h, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt, size_t *done,
+                      pario_drv_coll *coll) {
+  return io_list(h, 0, segs, nseg, mem, memcnt, done, coll);
 }
 
-static int rio_pwritel(void *h, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt, size_t *done) {
-  return io_list(h, 1, segs, nseg, mem, memcnt, done);
+static int rio_pwritel(void *h, const pario_seg *segs, int nseg, const struct iovec *mem, int memcnt, size_t *done,
+                       pario_drv_coll *coll) {
+  return io_list(h, 1, segs, nseg, mem, memcnt, done, coll);
 }
 
-static int contig(void *h, int wr, const struct iovec *iov, int cnt, off_t offset, size_t *done) {
+static int contig(void *h, int wr, const struct iovec *iov, int cnt, off_t offset, size_t *done, pario_drv_coll *coll) {
   size_t total = 0;
   for (int i = 0; i < cnt; i++) total += iov[i].iov_len;
   pario_seg s = {offset, (off_t)total};
   *done = 0;
-  return total ? io_list(h, wr, &s, 1, iov, cnt, done) : 0;
+  return total ? io_list(h, wr, &s, 1, iov, cnt, done, coll) : 0;
 }
 
-static int rio_preadv(void *h, const struct iovec *iov, int cnt, off_t offset, size_t *done) {
-  return contig(h, 0, iov, cnt, offset, done);
+static int rio_preadv(void *h, const struct iovec *iov, int cnt, off_t offset, size_t *done, pario_drv_coll *coll) {
+  return contig(h, 0, iov, cnt, offset, done, coll);
 }
 
-static int rio_pwritev(void *h, const struct iovec *iov, int cnt, off_t offset, size_t *done) {
-  return contig(h, 1, iov, cnt, offset, done);
+static int rio_pwritev(void *h, const struct iovec *iov, int cnt, off_t offset, size_t *done, pario_drv_coll *coll) {
+  return contig(h, 1, iov, cnt, offset, done, coll);
 }
 
 void pario_rio_describe(void *handle, pario_rio_info *out) {

@@ -11,8 +11,6 @@ static struct {
 } table[MAXPREFIX];
 static int nprefix;
 
-_Thread_local pario_drv_coll pario_drv_coll_now; /* driver.h: set by the collective layer */
-
 void pario_driver_register(const char *prefix, const pario_driver *drv) {
   if (nprefix < MAXPREFIX) table[nprefix].prefix = prefix, table[nprefix++].drv = drv;
 }

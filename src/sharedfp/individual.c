@@ -235,7 +235,7 @@ static int copy_out(pario_file *f, ind_state *s, const char *op, const int64_t *
       int e = full_io(s->fd, 0, buf, k, off + done);
       if (e) rc = pario_err(pario_errno_class(e), op, f->filename, e, "cannot read back %s", s->path);
       else rc = pario_access_ex(f, &sn, op, PARIO_WRITE, pos[i] * es + done, buf, (MPI_Count)k, MPI_BYTE, &wrote,
-                                PARIO_ACCESS_RAW); /* kept in the file's representation */
+                                PARIO_ACCESS_RAW, NULL); /* kept in the file's representation */
     }
     i = j;
   }

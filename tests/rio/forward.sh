@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # MPI ranks through a forwarder (pario-server --forward-to): a collective strided write (the
-# rio program's collw mode) in independent and two-phase mode. The collective layer tags each
-# rank's requests with the call (coll_id), the forwarder merges them: the server must handle
-# fewer WRITE requests than the ranks sent, and the file must equal a local run's byte for byte.
+# rio program's collw mode) in independent and two-phase mode, blocking and nonblocking (run by
+# the engine's threads). The collective layer hands each rank's driver calls the call's tag
+# (coll_id), the forwarder merges the tagged requests: every mode must have WRITEs merged (the
+# forwarder's log), the server must handle fewer WRITE requests than the ranks sent, and the
+# file must equal a local run's byte for byte.
 # usage: forward.sh SERVER WORKDIR LAUNCHER...   (LAUNCHER ends with the program)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,7 +28,9 @@ for _ in $(seq 200); do [ -s "$work/fport" ] && break; sleep 0.05; done
 [ -s "$work/fport" ] || { echo "forward.sh: the forwarder wrote no port"; exit 1; }
 fport=$(cat "$work/fport")
 sent=0
-for how in indep twophase; do
+merges() { grep -c "requests merged into one WRITE" "$work/forwarder.log" || true; }
+for how in indep twophase indep-nb twophase-nb; do
+  m0=$(merges)
   out=$(PARIO_RIO_SECRET_FILE=$RIO_SECRET "$@" collw "x-rio://127.0.0.1:$fport/collw.$how" $how)
   echo "$out"
   n=$(sed -n -E 's/.* ([0-9]+) WRITE requests sent/\1/p' <<<"$out")
@@ -35,6 +39,9 @@ for how in indep twophase; do
   "$@" collw "$work/local/collw.$how" $how > /dev/null
   cmp "$work/local/collw.$how" "$RIO_ROOT/collw.$how"
   echo "forward.sh: $how: $(stat -c %s "$RIO_ROOT/collw.$how") bytes, identical on the server and locally"
+  m=$(( $(merges) - m0 ))
+  [ "$m" -gt 0 ] || { echo "forward.sh: FAILED: $how: no WRITE merged by the forwarder (requests not tagged)"; exit 1; }
+  echo "forward.sh: $how: $m merged WRITEs at the forwarder"
 done
 stop_all
 served=$(grep "served .* requests" "$work/server.log" | tail -1)

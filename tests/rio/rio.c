@@ -15,8 +15,10 @@
  *                  shared-pointer writes, for comparing a server's file with a local one
  *   collw NAME HOW a collective strided write (CALLS calls of STRIDES 1 KiB pieces per rank,
  *                  rank-interleaved), read back with read_all; HOW indep (romio_cb_write
- *                  disable: each rank writes its window) or twophase (cb_nodes = ranks); rank 0
- *                  prints the WRITE requests the ranks sent (forward.sh: merged by a forwarder)
+ *                  disable: each rank writes its window) or twophase (cb_nodes = ranks), either
+ *                  with a -nb suffix: nonblocking (iwrite_at_all, iread_at_all: the engine's
+ *                  threads run them); rank 0 prints the WRITE requests the ranks sent
+ *                  (forward.sh: merged by a forwarder)
  *   fault URL DIR  collective writes until the server (stopped or killed by fault.sh) fails
  *                  them: every rank gets MPI_ERR_IO naming the file; after DIR/restarted
  *                  appears, a new open works
@@ -370,7 +372,8 @@ enum { PIECE = 1024, STRIDES = 16, CALLS = 8 };
 static void collw(const char *name, const char *how) {
   MPI_Info info;
   MPI_Info_create(&info);
-  if (!strcmp(how, "indep")) {
+  const int nb = strstr(how, "-nb") != NULL;
+  if (!strncmp(how, "indep", 5)) {
     MPI_Info_set(info, "romio_cb_write", "disable");
     MPI_Info_set(info, "romio_cb_read", "disable");
   } else {
@@ -395,14 +398,21 @@ static void collw(const char *name, const char *how) {
   long long before = requests(fh);
   for (int k = 0; k < CALLS; k++) {
     for (int i = 0; i < N; i++) w[i] = (unsigned char)(rank * 31 + k * 7 + i);
-    rc = MPI_File_write_at_all(fh, (MPI_Offset)k * N, w, N, MPI_BYTE, MPI_STATUS_IGNORE);
-    CHECK(rc == MPI_SUCCESS, "write_at_all %d: %s", k, err_text(rc));
+    MPI_Request rq;
+    rc = nb ? MPI_File_iwrite_at_all(fh, (MPI_Offset)k * N, w, N, MPI_BYTE, &rq)
+            : MPI_File_write_at_all(fh, (MPI_Offset)k * N, w, N, MPI_BYTE, MPI_STATUS_IGNORE);
+    if (nb && rc == MPI_SUCCESS) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    CHECK(rc == MPI_SUCCESS, "write_at_all %d (%s): %s", k, how, err_text(rc));
   }
   long long mine = requests(fh) - before, all = 0;
   MPI_Reduce(&mine, &all, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   MPI_File_sync(fh);
   for (int k = 0; k < CALLS; k++) {
-    rc = MPI_File_read_at_all(fh, (MPI_Offset)k * N, r, N, MPI_BYTE, MPI_STATUS_IGNORE);
+    MPI_Request rq;
+    memset(r, 0, N);
+    rc = nb ? MPI_File_iread_at_all(fh, (MPI_Offset)k * N, r, N, MPI_BYTE, &rq)
+            : MPI_File_read_at_all(fh, (MPI_Offset)k * N, r, N, MPI_BYTE, MPI_STATUS_IGNORE);
+    if (nb && rc == MPI_SUCCESS) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
     for (int i = 0; i < N; i++) w[i] = (unsigned char)(rank * 31 + k * 7 + i);
     CHECK(rc == MPI_SUCCESS && !memcmp(r, w, N), "read_at_all %d back: %s", k, err_text(rc));
   }

@@ -1,5 +1,6 @@
 /* File-level entry points: open, close, delete, size, preallocation, sync, info, group,
- * access mode and atomicity. Thin: check arguments, call the core, route errors. */
+ * access mode and atomicity. Thin: check arguments, call the core (core/open.c, the protocols
+ * of core/filectl.c), route errors. */
 #include "api/calltrace.h"
 #include "core/file.h"
 
@@ -39,7 +40,7 @@ PARIO_EXPORT int PMPI_File_delete(const char *filename, MPI_Info info) {
 }
 PARIO_WEAK_ALIAS(MPI_File_delete)
 
-/* set_size and preallocate: collective, same size on all ranks, rank 0 acts, all agree. */
+/* set_size and preallocate: this rank's arguments checked here, the protocol in core. */
 static int resize(MPI_File fh, const char *op, MPI_Offset size, int preallocate) {
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);
@@ -48,20 +49,7 @@ static int resize(MPI_File fh, const char *op, MPI_Offset size, int preallocate)
           : (f->amode & MPI_MODE_RDONLY) ? pario_err(MPI_ERR_READ_ONLY, op, f->filename, 0, "file opened MPI_MODE_RDONLY")
           : (f->amode & MPI_MODE_SEQUENTIAL) ? pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, 0, "not allowed with MPI_MODE_SEQUENTIAL")
           : MPI_SUCCESS;
-  rc = pario_check_same(f->comm, op, f->filename, "size", bad == MPI_SUCCESS ? size : -1);
-  if (bad != MPI_SUCCESS) return pario_file_error(fh, bad);
-  if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
-  int e = 0;
-  if (f->rank == 0) {
-    off_t cur = 0;
-    e = f->drv->size(f->dh, &cur);
-    if (!e && preallocate && size > cur) e = f->drv->allocate(f->dh, 0, (off_t)size);
-    if (!e && !preallocate) e = f->drv->truncate(f->dh, (off_t)size);
-  }
-  PMPI_Bcast(&e, 1, MPI_INT, 0, f->comm);
-  if (e) rc = pario_err(pario_errno_class(e), op, f->filename, e, "cannot %s to %lld bytes",
-                        preallocate ? "preallocate" : "resize", (long long)size);
-  return pario_file_error(fh, rc);
+  return pario_file_error(fh, pario_resize(f, op, size, preallocate, bad));
 }
 
 static int set_size_body(MPI_File fh, MPI_Offset size) { return resize(fh, "MPI_File_set_size", size, 0); }
@@ -81,11 +69,7 @@ static int get_size_body(MPI_File fh, MPI_Offset *size) {
   pario_file *f;
   int rc = pario_file_check_out(fh, op, size, &f);
   if (rc != MPI_SUCCESS) return rc;
-  off_t s = 0;
-  int e = f->drv->size(f->dh, &s);
-  if (e) return pario_file_error(fh, pario_err(pario_errno_class(e), op, f->filename, e, "cannot get size"));
-  *size = s;
-  return MPI_SUCCESS;
+  return pario_file_error(fh, pario_get_size(f, op, size));
 }
 PARIO_EXPORT int PMPI_File_get_size(MPI_File fh, MPI_Offset *size) {
   PARIO_API_TRACED("MPI_File_get_size", fh, get_size_body(fh, size));
@@ -97,13 +81,7 @@ static int sync_body(MPI_File fh) {
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
-  int code = pario_layers_sync(f, op); /* operations already started and kept writes reach storage too */
-  int e = (f->amode & MPI_MODE_RDONLY) ? 0 : pario_drv_sync(f);
-  if (code == MPI_SUCCESS) code = e ? pario_err(pario_errno_class(e), op, f->filename, e, "fsync failed") : MPI_SUCCESS;
-  int worst = pario_agree(f->comm, code); /* collective: everyone's data is on storage after it */
-  if (worst != MPI_SUCCESS && code == MPI_SUCCESS)
-    code = pario_err(worst, op, f->filename, 0, "sync failed on another rank");
-  return pario_file_error(fh, code);
+  return pario_file_error(fh, pario_sync(f, op));
 }
 PARIO_EXPORT int PMPI_File_sync(MPI_File fh) {
   PARIO_API_TRACED("MPI_File_sync", fh, sync_body(fh));
@@ -138,20 +116,7 @@ static int set_info_body(MPI_File fh, MPI_Info info) {
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
-  /* Collective: nothing in flight sees the change, and every rank takes rank 0's values of
-   * the hints that must agree. */
-  pario_layers_quiesce(f);
-  pario_hints nh = f->hints;
-  pario_hints_update(&nh, info);
-  if (pario_hints_agree(f->comm, &nh, NULL, 0) != MPI_SUCCESS)
-    return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement on hints failed"));
-  pthread_mutex_lock(&f->lock);
-  f->hints = nh;
-  pario_hints_settle(f);
-  pario_direct_io_apply(f);
-  pthread_mutex_unlock(&f->lock);
-  pario_layers_set_info(f);
-  return MPI_SUCCESS;
+  return pario_file_error(fh, pario_set_info(f, op, info));
 }
 PARIO_EXPORT int PMPI_File_set_info(MPI_File fh, MPI_Info info) {
   PARIO_API_TRACED("MPI_File_set_info", fh, set_info_body(fh, info));
@@ -181,24 +146,7 @@ static int set_atomicity_body(MPI_File fh, int flag) {
   pario_file *f;
   int rc = pario_file_check(fh, op, &f);
   if (rc != MPI_SUCCESS) return rc;
-  rc = pario_check_same(f->comm, op, f->filename, "atomicity flag", flag != 0);
-  if (rc != MPI_SUCCESS) return pario_file_error(fh, rc);
-  int e = 0;
-  if (flag) /* prove that byte-range locks work here before promising atomicity */
-    e = f->drv->lock_probe(f->dh, (f->amode & MPI_MODE_RDONLY) ? PARIO_LOCK_READ : PARIO_LOCK_WRITE);
-  int code = e ? pario_err(MPI_ERR_UNSUPPORTED_OPERATION, op, f->filename, e,
-                           "atomic mode needs byte-range locks, which this file system refuses")
-               : MPI_SUCCESS;
-  int worst = pario_agree(f->comm, code);
-  if (worst != MPI_SUCCESS && code == MPI_SUCCESS)
-    code = pario_err(worst, op, f->filename, 0, "atomic mode cannot be honoured on another rank");
-  if (code == MPI_SUCCESS) {
-    pario_layers_quiesce(f); /* an operation in flight keeps the mode it started with */
-    pthread_mutex_lock(&f->lock);
-    f->atomic = flag != 0;
-    pthread_mutex_unlock(&f->lock);
-  }
-  return pario_file_error(fh, code);
+  return pario_file_error(fh, pario_set_atomicity(f, op, flag));
 }
 PARIO_EXPORT int PMPI_File_set_atomicity(MPI_File fh, int flag) {
   PARIO_API_TRACED("MPI_File_set_atomicity", fh, set_atomicity_body(fh, flag));

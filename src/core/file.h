@@ -110,6 +110,19 @@ int pario_delete(const char *filename, MPI_Info info);
  * allows; otherwise clear the hint so get_info reports what is in effect. */
 void pario_direct_io_apply(pario_file *f);
 
+/* File-control protocols (core/filectl.c), collective except pario_get_size; each returns this
+ * rank's error code (not yet passed through the errhandler), the same class on every rank.
+ * pario_resize: MPI_File_set_size (preallocate 0) or _preallocate (1); bad is this rank's
+ * verdict on its arguments (MPI_SUCCESS or the error), agreed with the size; rank 0 acts. */
+int pario_resize(pario_file *f, const char *op, MPI_Offset size, int preallocate, int bad);
+int pario_get_size(pario_file *f, const char *op, MPI_Offset *size);
+/* The layers' sync hooks, then the storage's sync (not for MPI_MODE_RDONLY), then agreement. */
+int pario_sync(pario_file *f, const char *op);
+/* Quiesce the layers, agree on the new hints (rank 0's where they must agree), apply them. */
+int pario_set_info(pario_file *f, const char *op, MPI_Info info);
+/* Agree on the flag; byte-range locks proved before atomic mode is promised; then quiesce. */
+int pario_set_atomicity(pario_file *f, const char *op, int flag);
+
 /* Views (core/setview.c). */
 int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype etype,
                    MPI_Datatype filetype, const char *datarep, MPI_Info info);

@@ -55,7 +55,7 @@ void pario_layer_register(int slot, const pario_layer *l);
 void *pario_layer_state(const struct pario_file *f, int slot);
 void pario_layer_set_state(struct pario_file *f, int slot, void *state);
 
-/* Walkers, called by core's protocols (core/open.c, core/setview.c, api/file.c). Each runs
+/* Walkers, called by core's protocols (core/open.c, core/setview.c, core/filectl.c). Each runs
  * the hook of every registered layer that has one and returns the first error code. */
 int pario_layers_open(struct pario_file *f);
 void pario_layers_view_votes(struct pario_file *f, long long votes[PARIO_SLOTS]);

@@ -39,7 +39,7 @@ typedef struct pario_hints {
   int io_threads_given;    /* pario_io_threads came from the user */
   char sharedfp[16];       /* pario_sharedfp */
   char trace[256];        /* pario_trace: trace directory ("" = none; PARIO_TRACE also turns
-                              tracing on, src/tracer) */
+                              tracing on, src/tracelayer) */
   char trace_filter[512]; /* pario_trace_filter: what is traced (src/trace/filter.h) */
   int romio_no_indep_rw;   /* ROMIO's promise of collective-only access: accepted and
                               reported; pario opens on every rank either way */

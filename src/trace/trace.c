@@ -2,7 +2,7 @@
  * lines into DIR/client-<rank>-<pid>.jsonl when a buffer fills, at file close and at
  * MPI_Finalize. A trace that cannot be written loses whole lines only, says so once on stderr
  * and ends with a "dropped" marker. Nothing here talks to MPI except to learn the rank when no
- * file told it: the tracer layer (src/tracer) tells it the rank, the clock offset and the files. */
+ * file told it: the tracing lifecycle layer (src/tracelayer) tells it the rank, the clock offset and the files. */
 #include "trace/trace.h"
 
 #include <errno.h>

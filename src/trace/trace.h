@@ -82,7 +82,7 @@ uint64_t pario_trace_flow_new(void);
 uint64_t pario_trace_flow_current(void);
 void pario_trace_flow_set(uint64_t id);
 
-/* ---- process-wide state, set by the tracer layer (src/tracer) ---- */
+/* ---- process-wide state, set by the tracing lifecycle layer (src/tracelayer) ---- */
 
 /* Turn tracing on, writing into dir, made with its missing parents (the first directory
  * given wins). 0, or an errno value when the directory cannot be made. */

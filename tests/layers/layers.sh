@@ -3,8 +3,8 @@
 # what it declares (errors, logging), the helpers every layer uses, are usable from anywhere.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 declare -A allowed=(
-  [api]="api tracer async sharedfp collective core view driver rio trace include" # rio: its checksums (rio/checksum.h, pure functions) for local files
-  [tracer]="tracer core view driver trace"
+  [api]="api tracelayer async sharedfp collective core view driver rio trace include" # rio: its checksums (rio/checksum.h, pure functions) for local files
+  [tracelayer]="tracelayer core view driver trace"
   [async]="async collective core view driver trace"
   [sharedfp]="sharedfp core view driver trace"
   [collective]="collective core view driver rio trace" # rio: the read window rule (rio/window.h)

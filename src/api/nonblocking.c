@@ -157,34 +157,28 @@ static int split_end(MPI_File fh, const char *op, int rw, MPI_Status *status) {
   }                                                                                              \
   PARIO_WEAK_ALIAS(name)
 
-DEF_I(MPI_File_iread, PARIO_READ, 0, NOCONST, int)
-DEF_I(MPI_File_iwrite, PARIO_WRITE, 0, const, int)
-DEF_I(MPI_File_iread_all, PARIO_READ, 1, NOCONST, int)
-DEF_I(MPI_File_iwrite_all, PARIO_WRITE, 1, const, int)
-DEF_I_AT(MPI_File_iread_at, PARIO_READ, 0, NOCONST, int)
-DEF_I_AT(MPI_File_iwrite_at, PARIO_WRITE, 0, const, int)
-DEF_I_AT(MPI_File_iread_at_all, PARIO_READ, 1, NOCONST, int)
-DEF_I_AT(MPI_File_iwrite_at_all, PARIO_WRITE, 1, const, int)
-DEF_BEGIN(MPI_File_read_all_begin, PARIO_READ, NOCONST, int)
-DEF_BEGIN(MPI_File_write_all_begin, PARIO_WRITE, const, int)
-DEF_BEGIN_AT(MPI_File_read_at_all_begin, PARIO_READ, NOCONST, int)
-DEF_BEGIN_AT(MPI_File_write_at_all_begin, PARIO_WRITE, const, int)
+/* The family once, for each count type: suffix sfx ("" or _c) and count type ct. The split
+ * collectives' end calls take no count: they are defined once, below. */
+#define DEF_FAMILY(sfx, ct)                                                \
+  DEF_I(MPI_File_iread##sfx, PARIO_READ, 0, NOCONST, ct)                   \
+  DEF_I(MPI_File_iwrite##sfx, PARIO_WRITE, 0, const, ct)                   \
+  DEF_I(MPI_File_iread_all##sfx, PARIO_READ, 1, NOCONST, ct)               \
+  DEF_I(MPI_File_iwrite_all##sfx, PARIO_WRITE, 1, const, ct)               \
+  DEF_I_AT(MPI_File_iread_at##sfx, PARIO_READ, 0, NOCONST, ct)             \
+  DEF_I_AT(MPI_File_iwrite_at##sfx, PARIO_WRITE, 0, const, ct)             \
+  DEF_I_AT(MPI_File_iread_at_all##sfx, PARIO_READ, 1, NOCONST, ct)         \
+  DEF_I_AT(MPI_File_iwrite_at_all##sfx, PARIO_WRITE, 1, const, ct)         \
+  DEF_BEGIN(MPI_File_read_all_begin##sfx, PARIO_READ, NOCONST, ct)         \
+  DEF_BEGIN(MPI_File_write_all_begin##sfx, PARIO_WRITE, const, ct)         \
+  DEF_BEGIN_AT(MPI_File_read_at_all_begin##sfx, PARIO_READ, NOCONST, ct)   \
+  DEF_BEGIN_AT(MPI_File_write_at_all_begin##sfx, PARIO_WRITE, const, ct)
+
+DEF_FAMILY(, int)
 DEF_END(MPI_File_read_all_end, PARIO_READ, NOCONST)
 DEF_END(MPI_File_write_all_end, PARIO_WRITE, const)
 DEF_END(MPI_File_read_at_all_end, PARIO_READ, NOCONST)
 DEF_END(MPI_File_write_at_all_end, PARIO_WRITE, const)
 
 #ifdef PARIO_HAVE_LARGE_COUNT
-DEF_I(MPI_File_iread_c, PARIO_READ, 0, NOCONST, MPI_Count)
-DEF_I(MPI_File_iwrite_c, PARIO_WRITE, 0, const, MPI_Count)
-DEF_I(MPI_File_iread_all_c, PARIO_READ, 1, NOCONST, MPI_Count)
-DEF_I(MPI_File_iwrite_all_c, PARIO_WRITE, 1, const, MPI_Count)
-DEF_I_AT(MPI_File_iread_at_c, PARIO_READ, 0, NOCONST, MPI_Count)
-DEF_I_AT(MPI_File_iwrite_at_c, PARIO_WRITE, 0, const, MPI_Count)
-DEF_I_AT(MPI_File_iread_at_all_c, PARIO_READ, 1, NOCONST, MPI_Count)
-DEF_I_AT(MPI_File_iwrite_at_all_c, PARIO_WRITE, 1, const, MPI_Count)
-DEF_BEGIN(MPI_File_read_all_begin_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_BEGIN(MPI_File_write_all_begin_c, PARIO_WRITE, const, MPI_Count)
-DEF_BEGIN_AT(MPI_File_read_at_all_begin_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_BEGIN_AT(MPI_File_write_at_all_begin_c, PARIO_WRITE, const, MPI_Count)
+DEF_FAMILY(_c, MPI_Count)
 #endif

@@ -80,22 +80,18 @@ static int rw_common(MPI_File fh, const char *op, int rw, int coll, int explicit
 
 #define NOCONST
 
-DEF_FP(MPI_File_read, PARIO_READ, 0, NOCONST, int)
-DEF_FP(MPI_File_write, PARIO_WRITE, 0, const, int)
-DEF_FP(MPI_File_read_all, PARIO_READ, 1, NOCONST, int)
-DEF_FP(MPI_File_write_all, PARIO_WRITE, 1, const, int)
-DEF_AT(MPI_File_read_at, PARIO_READ, 0, NOCONST, int)
-DEF_AT(MPI_File_write_at, PARIO_WRITE, 0, const, int)
-DEF_AT(MPI_File_read_at_all, PARIO_READ, 1, NOCONST, int)
-DEF_AT(MPI_File_write_at_all, PARIO_WRITE, 1, const, int)
+/* The family once, for each count type: suffix sfx ("" or _c) and count type ct. */
+#define DEF_FAMILY(sfx, ct)                                  \
+  DEF_FP(MPI_File_read##sfx, PARIO_READ, 0, NOCONST, ct)     \
+  DEF_FP(MPI_File_write##sfx, PARIO_WRITE, 0, const, ct)     \
+  DEF_FP(MPI_File_read_all##sfx, PARIO_READ, 1, NOCONST, ct) \
+  DEF_FP(MPI_File_write_all##sfx, PARIO_WRITE, 1, const, ct) \
+  DEF_AT(MPI_File_read_at##sfx, PARIO_READ, 0, NOCONST, ct)  \
+  DEF_AT(MPI_File_write_at##sfx, PARIO_WRITE, 0, const, ct)  \
+  DEF_AT(MPI_File_read_at_all##sfx, PARIO_READ, 1, NOCONST, ct) \
+  DEF_AT(MPI_File_write_at_all##sfx, PARIO_WRITE, 1, const, ct)
 
+DEF_FAMILY(, int)
 #ifdef PARIO_HAVE_LARGE_COUNT
-DEF_FP(MPI_File_read_c, PARIO_READ, 0, NOCONST, MPI_Count)
-DEF_FP(MPI_File_write_c, PARIO_WRITE, 0, const, MPI_Count)
-DEF_FP(MPI_File_read_all_c, PARIO_READ, 1, NOCONST, MPI_Count)
-DEF_FP(MPI_File_write_all_c, PARIO_WRITE, 1, const, MPI_Count)
-DEF_AT(MPI_File_read_at_c, PARIO_READ, 0, NOCONST, MPI_Count)
-DEF_AT(MPI_File_write_at_c, PARIO_WRITE, 0, const, MPI_Count)
-DEF_AT(MPI_File_read_at_all_c, PARIO_READ, 1, NOCONST, MPI_Count)
-DEF_AT(MPI_File_write_at_all_c, PARIO_WRITE, 1, const, MPI_Count)
+DEF_FAMILY(_c, MPI_Count)
 #endif

@@ -213,25 +213,23 @@ static int ordered_end(MPI_File fh, const char *op, int rw, MPI_Status *status) 
   }                                                                                               \
   PARIO_WEAK_ALIAS(name)
 
-DEF_SH(MPI_File_read_shared, PARIO_READ, NOCONST, int)
-DEF_SH(MPI_File_write_shared, PARIO_WRITE, const, int)
-DEF_ISH(MPI_File_iread_shared, PARIO_READ, NOCONST, int)
-DEF_ISH(MPI_File_iwrite_shared, PARIO_WRITE, const, int)
-DEF_ORD(MPI_File_read_ordered, PARIO_READ, NOCONST, int)
-DEF_ORD(MPI_File_write_ordered, PARIO_WRITE, const, int)
-DEF_ORD_BEGIN(MPI_File_read_ordered_begin, PARIO_READ, NOCONST, int)
-DEF_ORD_BEGIN(MPI_File_write_ordered_begin, PARIO_WRITE, const, int)
+/* The family once, for each count type: suffix sfx ("" or _c) and count type ct. The ordered
+ * split collectives' end calls take no count: they are defined once, below. */
+#define DEF_FAMILY(sfx, ct)                                               \
+  DEF_SH(MPI_File_read_shared##sfx, PARIO_READ, NOCONST, ct)              \
+  DEF_SH(MPI_File_write_shared##sfx, PARIO_WRITE, const, ct)              \
+  DEF_ISH(MPI_File_iread_shared##sfx, PARIO_READ, NOCONST, ct)            \
+  DEF_ISH(MPI_File_iwrite_shared##sfx, PARIO_WRITE, const, ct)            \
+  DEF_ORD(MPI_File_read_ordered##sfx, PARIO_READ, NOCONST, ct)            \
+  DEF_ORD(MPI_File_write_ordered##sfx, PARIO_WRITE, const, ct)            \
+  DEF_ORD_BEGIN(MPI_File_read_ordered_begin##sfx, PARIO_READ, NOCONST, ct) \
+  DEF_ORD_BEGIN(MPI_File_write_ordered_begin##sfx, PARIO_WRITE, const, ct)
+
+DEF_FAMILY(, int)
 DEF_ORD_END(MPI_File_read_ordered_end, PARIO_READ, NOCONST)
 DEF_ORD_END(MPI_File_write_ordered_end, PARIO_WRITE, const)
 #ifdef PARIO_HAVE_LARGE_COUNT
-DEF_SH(MPI_File_read_shared_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_SH(MPI_File_write_shared_c, PARIO_WRITE, const, MPI_Count)
-DEF_ISH(MPI_File_iread_shared_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_ISH(MPI_File_iwrite_shared_c, PARIO_WRITE, const, MPI_Count)
-DEF_ORD(MPI_File_read_ordered_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_ORD(MPI_File_write_ordered_c, PARIO_WRITE, const, MPI_Count)
-DEF_ORD_BEGIN(MPI_File_read_ordered_begin_c, PARIO_READ, NOCONST, MPI_Count)
-DEF_ORD_BEGIN(MPI_File_write_ordered_begin_c, PARIO_WRITE, const, MPI_Count)
+DEF_FAMILY(_c, MPI_Count)
 #endif
 
 static int seek_shared(MPI_File fh, MPI_Offset offset, int whence) {
@@ -246,12 +244,9 @@ static int seek_shared(MPI_File fh, MPI_Offset offset, int whence) {
   if (rc == MPI_SUCCESS) rc = pario_sharedfp_merge(f, op); /* kept writes first (collective) */
   if (rc == MPI_SUCCESS && whence == MPI_SEEK_CUR) rc = pario_sharedfp_position(f, op, &base);
   if (rc == MPI_SUCCESS && whence == MPI_SEEK_END) {
-    off_t size = 0;
-    int e = f->drv->size(f->dh, &size);
-    if (e) rc = pario_err(pario_errno_class(e), op, f->filename, e, "cannot get size");
     pario_snap s;
     pario_snap_take(f, &s);
-    base = (pario_view_data_before(s.view, size) + s.view->esize - 1) / s.view->esize;
+    rc = pario_eof_position(f, s.view, op, &base);
     pario_snap_drop(&s);
   }
   int worst = pario_agree(f->comm, rc); /* CUR reads the pointer: all must read before it moves */

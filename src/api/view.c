@@ -61,11 +61,7 @@ static int seek_body(MPI_File fh, MPI_Offset offset, int whence) {
   if (whence == MPI_SEEK_CUR) {
     base = f->fp_ind;
   } else if (whence == MPI_SEEK_END) {
-    off_t size = 0;
-    int e = f->drv->size(f->dh, &size);
-    if (e) rc = pario_err(pario_errno_class(e), op, f->filename, e, "cannot get size");
-    MPI_Offset data = pario_view_data_before(f->view, size);
-    base = (data + f->view->esize - 1) / f->view->esize;
+    rc = pario_eof_position(f, f->view, op, &base);
   } else if (whence != MPI_SEEK_SET) {
     rc = pario_err(MPI_ERR_ARG, op, f->filename, 0, "invalid whence %d", whence);
   }

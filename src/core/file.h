@@ -116,6 +116,9 @@ void pario_direct_io_apply(pario_file *f);
  * verdict on its arguments (MPI_SUCCESS or the error), agreed with the size; rank 0 acts. */
 int pario_resize(pario_file *f, const char *op, MPI_Offset size, int preallocate, int bad);
 int pario_get_size(pario_file *f, const char *op, MPI_Offset *size);
+/* The seek position of the end of file under view v (MPI_SEEK_END): the etypes of the view's
+ * data before the file's size, a partial one counted. */
+int pario_eof_position(pario_file *f, const pario_view *v, const char *op, MPI_Offset *pos);
 /* The layers' sync hooks, then the storage's sync (not for MPI_MODE_RDONLY), then agreement. */
 int pario_sync(pario_file *f, const char *op);
 /* Quiesce the layers, agree on the new hints (rank 0's where they must agree), apply them. */

@@ -31,6 +31,13 @@ int pario_get_size(pario_file *f, const char *op, MPI_Offset *size) {
   return MPI_SUCCESS;
 }
 
+int pario_eof_position(pario_file *f, const pario_view *v, const char *op, MPI_Offset *pos) {
+  MPI_Offset size = 0;
+  int rc = pario_get_size(f, op, &size);
+  *pos = (pario_view_data_before(v, size) + v->esize - 1) / v->esize; /* a partial etype counts */
+  return rc;
+}
+
 int pario_sync(pario_file *f, const char *op) {
   int code = pario_layers_sync(f, op); /* operations already started and kept writes reach storage too */
   int e = (f->amode & MPI_MODE_RDONLY) ? 0 : pario_drv_sync(f);

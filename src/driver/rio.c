@@ -185,16 +185,22 @@ static int rio_close(void *handle) {
   return e;
 }
 
+/* A request on the file's server handle: its body (n bytes, encoded with handle 0) starts with
+ * the handle, which is known only after the deferred OPEN, so it is stored there then. */
+static int handle_call(rio_fh *h, unsigned type, uint8_t *body, size_t n, rio_req *r) {
+  rio_conn *c;
+  int e = ensure(h, &c);
+  if (e) return e;
+  if (n < 8) return EINVAL; /* cannot happen: every caller's buffer fits its body */
+  rio_store_u64(body, h->sh);
+  return rio_call(c, r, type, body, n, h->w.timeout_ms);
+}
+
 /* A request whose body is the server handle and nv-1 more numbers. */
 static int handle_op(rio_fh *h, unsigned type, int nv, uint64_t a, uint64_t b, rio_req *r) {
-  uint64_t v[3] = {h->sh, a, b};
+  uint64_t v[3] = {0, a, b};
   uint8_t body[24];
-  rio_conn *c;
-  int e = ensure(h, &c); /* the server handle is known only after the OPEN */
-  if (e) return e;
-  v[0] = h->sh;
-  size_t n = rio_encode_u64s(body, sizeof body, nv, v);
-  return rio_call(c, r, type, body, n, h->w.timeout_ms);
+  return handle_call(h, type, body, rio_encode_u64s(body, sizeof body, nv, v), r);
 }
 
 static int rio_sync(void *handle) {
@@ -221,14 +227,10 @@ static int rio_size(void *handle, off_t *size) {
 }
 
 static int rio_lock(void *handle, int op, off_t offset, off_t len) {
-  rio_fh *h = handle;
-  rio_conn *c;
   rio_req r;
   uint8_t b[40];
-  int e = ensure(h, &c);
-  if (e) return e;
-  rio_lock_req m = {h->sh, (uint32_t)op, (uint64_t)offset, (uint64_t)len};
-  return rio_call(c, &r, RIO_T_LOCK, b, rio_encode_lock(b, sizeof b, &m), h->w.timeout_ms);
+  rio_lock_req m = {0, (uint32_t)op, (uint64_t)offset, (uint64_t)len};
+  return handle_call(handle, RIO_T_LOCK, b, rio_encode_lock(b, sizeof b, &m), &r);
 }
 
 /* Byte-range locks are part of the protocol: every server has them. */
@@ -238,14 +240,10 @@ static int rio_lock_probe(void *handle, int op) {
 }
 
 static int rio_counter(void *handle, uint64_t key, int op, int64_t value, int64_t *old) {
-  rio_fh *h = handle;
-  rio_conn *c;
   rio_req r;
   uint8_t b[40];
-  int e = ensure(h, &c);
-  if (e) return e;
-  rio_counter_req m = {h->sh, key, (uint32_t)op, value};
-  e = rio_call(c, &r, RIO_T_COUNTER, b, rio_encode_counter(b, sizeof b, &m), h->w.timeout_ms);
+  rio_counter_req m = {0, key, (uint32_t)op, value};
+  int e = handle_call(handle, RIO_T_COUNTER, b, rio_encode_counter(b, sizeof b, &m), &r);
   if (!e && r.fixedn != 8) e = EPROTO;
   if (!e) *old = (int64_t)rio_load_u64(r.fixed);
   return e;

@@ -35,8 +35,8 @@ from .launch import Launcher, LauncherError
 from .locate import bench_version, find_bench
 from .plan import PlanError, default_repeat, parse_choice_list, parse_ranks, parse_suites, plan_sweep
 from .results import META_FILE, REPORT_FILE, RESULTS_FILE, RUNS_FILE, load_results, save_meta
-from .runner import (LOG_DIR, SCRATCH_DIR, Interrupted, Runner, bench_path, build_dir_default, fmt_duration,
-                     lib_path)
+from .progress import fmt_duration
+from .runner import LOG_DIR, SCRATCH_DIR, Interrupted, Runner, bench_path, build_dir_default, lib_path
 from . import settle
 from .settle import SETTLE_METHODS, SettleError, Settler
 from .summary import SUMMARY_CSV, SUMMARY_JSON
@@ -95,6 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--append", action="store_true",
                      help="add to the results already in DIR instead of starting afresh")
     run.add_argument("--dry-run", action="store_true", help="print the planned commands and stop")
+    run.add_argument("--quiet", action="store_true",
+                     help="no progress bar (drawn on stderr when it is a terminal) and no line per run; "
+                          "warnings and the summary stay")
     run.add_argument("--repeat", type=int, metavar="N", default=None,
                      help="rounds per configuration, native and pario launched alternately "
                           "(native, pario, native, ...); figures are medians with min-max "
@@ -243,7 +246,7 @@ def cmd_run(args) -> int:
         return _error(str(e))
     runs = plan_sweep(suites, mpis, impls, ranks, quick=args.quick, repeat=repeat)
     installs = {m: find_bench(m, build_dir) for m in mpis}
-    runner = Runner(out, build_dir, launcher, timeout, installs=installs, settle=settler)
+    runner = Runner(out, build_dir, launcher, timeout, installs=installs, settle=settler, quiet=args.quiet)
 
     if args.dry_run:
         for r in runs:

@@ -36,7 +36,7 @@ from .launch import Launcher
 from .locate import BUILD_BENCH, BUILD_LIB, BenchInstall, find_bench
 from .plan import PlannedRun
 from .progress import SweepProgress
-from .results import RESULTS_FILE, ResultError, RunRecord, append_run, parse_line
+from .results import RESULTS_FILE, RunRecord, append_run, parse_lines
 
 LOG_DIR = "logs"
 SCRATCH_DIR = "scratch"
@@ -213,19 +213,11 @@ class Runner:
             with open(raw_file, encoding="utf-8", errors="replace") as f:
                 lines = f.readlines()
             os.remove(raw_file)
-        good, kept, problems = [], [], []
-        for n, line in enumerate(lines, 1):
-            try:
-                m = parse_line(line)
-            except ResultError as e:
-                problems.append(f"line {n}: {e}")
-                continue
-            if m is not None:
-                good.append(m)
-                kept.append(_with_round(line, rec.round))
+        kept: List[str] = []
+        good, problems = parse_lines(lines, os.path.basename(raw_file), kept)
         if kept:
             with open(os.path.join(self.out_dir, RESULTS_FILE), "a", encoding="utf-8") as f:
-                f.writelines(kept)
+                f.writelines(_with_round(line, rec.round) for line in kept)
         rec.measurements = len(good)
         unverified = [m for m in good if m.verified is False]
         rec.unverified = len(unverified)

@@ -288,7 +288,7 @@ def test_progress_bar_on_a_terminal(fake_build, tmp_path):
     left; the per-run lines go above it; nothing is left running after the sweep."""
     runs = plan_sweep(["btio"], ["mpich"], ["native"], [1, 2], quick=True)
     stream, bar = io.StringIO(), _Tty()
-    threads = threading.active_count()
+    threads = set(threading.enumerate())
     _runner(fake_build, tmp_path / "res", stream, bar).run_all(runs)
     assert "\x1b[" in bar.getvalue()                     # drawn with terminal control codes
     drawn = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", bar.getvalue())
@@ -298,7 +298,10 @@ def test_progress_bar_on_a_terminal(fake_build, tmp_path):
     assert re.search(r"\d+:\d\d:\d\d ETA", drawn)          # the time elapsed, then the time left
     assert runs[0].label in drawn                        # the run in progress
     assert sum(1 for ln in stream.getvalue().splitlines() if RUN_LINE.match(ln)) == len(runs)
-    assert threading.active_count() == threads           # rich's refresh thread stopped
+    started = [t for t in threading.enumerate() if t not in threads]
+    for t in started:                                    # rich's refresh thread was told to stop
+        t.join(timeout=2)
+    assert not [t for t in started if t.is_alive()]
 
 
 def test_progress_bar_on_a_terminal_for_both(fake_build, tmp_path):

@@ -25,6 +25,9 @@
                                     * admitting requests and READs go to the sender unread; what
                                     * is already in flight still queues its (small) replies */
 
+static int srv_out_flush(srv_conn *c);
+static const char *srv_type_name(unsigned t);
+
 /* The deadline of a frame that begins now (its header's first byte has arrived). */
 static uint64_t frame_deadline(void) { return srv_now_ns() + (uint64_t)srv->cfg.frame_timeout * 1000000000ull; }
 
@@ -124,7 +127,7 @@ uint8_t *srv_out_room(srv_conn *c, size_t n) {
   return c->out + c->out_len;
 }
 
-int srv_out_flush(srv_conn *c) {
+static int srv_out_flush(srv_conn *c) {
   if (!c->out_len) return 0;
   int r = srv_send2(c, c->out, c->out_len, NULL, 0);
   c->out_len = 0;
@@ -279,7 +282,7 @@ static void out_drain(srv_conn *c) {
   pthread_mutex_unlock(&c->send_mu);
 }
 
-void srv_sender_start(srv_conn *c) {
+static void srv_sender_start(srv_conn *c) {
   if (srv->cfg.threads == 0) return; /* no pool (the fuzzer): each reply is sent where it is made */
   pthread_attr_t at;
   pthread_attr_init(&at);
@@ -291,7 +294,7 @@ void srv_sender_start(srv_conn *c) {
 }
 
 /* Once no request is in flight: the queue drains (or is dropped when dead), the sender ends. */
-void srv_sender_stop(srv_conn *c) {
+static void srv_sender_stop(srv_conn *c) {
   if (!c->sender_on) return;
   pthread_mutex_lock(&c->send_mu);
   c->sender_stop = 1;
@@ -543,7 +546,7 @@ static int next_header(srv_conn *c, uint8_t hb[RIO_HDR_SIZE], uint64_t *deadline
   return srv_in(c, hb + 1, RIO_HDR_SIZE - 1, *deadline) ? -1 : 0;
 }
 
-const char *srv_type_name(unsigned t) {
+static const char *srv_type_name(unsigned t) {
   static const char *n[] = {"?", "HELLO", "AUTH", "PING", "OPEN", "CLOSE", "DELETE", "STAT", "SET_SIZE",
                             "PREALLOCATE", "SYNC", "READ", "WRITE", "LOCK", "COUNTER", "ERROR", "CHECKSUM"};
   return t <= RIO_T_MAX ? n[t] : "unknown";

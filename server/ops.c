@@ -98,6 +98,16 @@ static int refused_ro(srv_job *j, const char *op) {
   return 1;
 }
 
+/* What every request on an open handle passes first, in this order: a well-formed body (e: the
+ * decoder's status), a read-only credential refused when the request changes something (change:
+ * what it changes; NULL when nothing), the handle open on this connection. 1 when the request
+ * was answered here. */
+static int admit(srv_job *j, int e, const char *change, uint64_t h) {
+  if (e) return srv_bad_body(j, e), 1;
+  if (change && refused_ro(j, change)) return 1;
+  return srv_take_handle(j, h) ? 1 : 0;
+}
+
 /* ---- the handlers -------------------------------------------------------------------------------- */
 static void do_ping(srv_job *j) {
   uint64_t t_recv = srv_now_ns(), t_client;
@@ -172,8 +182,7 @@ static void do_open(srv_job *j) {
 static void do_close(srv_job *j) {
   uint64_t h;
   int e = rio_decode_handle(j->body, j->n, &h);
-  if (e) return (void)srv_bad_body(j, e);
-  if (srv_take_handle(j, h)) return;
+  if (admit(j, e, NULL, h)) return;
   pthread_mutex_lock(&j->c->mu);
   j->hd->closing = 1;
   j->hd->close_id = j->h.id;
@@ -196,8 +205,7 @@ static void do_delete(srv_job *j) {
 static void do_stat(srv_job *j) {
   uint64_t h;
   int e = rio_decode_handle(j->body, j->n, &h);
-  if (e) return (void)srv_bad_body(j, e);
-  if (srv_take_handle(j, h)) return;
+  if (admit(j, e, NULL, h)) return;
   struct stat st;
   if (fstat(j->hd->fd, &st)) return reply_u64(j, rio_status_from_errno(errno), 0);
   reply_u64(j, RIO_OK, (uint64_t)st.st_size);
@@ -206,9 +214,7 @@ static void do_stat(srv_job *j) {
 static void do_set_size(srv_job *j) {
   uint64_t h, size;
   int e = rio_decode_handle2(j->body, j->n, &h, &size);
-  if (e) return (void)srv_bad_body(j, e);
-  if (refused_ro(j, "set_size")) return;
-  if (srv_take_handle(j, h)) return;
+  if (admit(j, e, "set_size", h)) return;
   int st = j->hd->acc == RIO_O_RDONLY ? RIO_EBADF : ftruncate(j->hd->fd, (off_t)size) ? rio_status_from_errno(errno) : RIO_OK;
   srv_reply(j->c, j->h.type, j->h.id, st, NULL, 0);
 }
@@ -216,9 +222,7 @@ static void do_set_size(srv_job *j) {
 static void do_preallocate(srv_job *j) {
   uint64_t h, off, len;
   int e = rio_decode_handle3(j->body, j->n, &h, &off, &len);
-  if (e) return (void)srv_bad_body(j, e);
-  if (refused_ro(j, "preallocate")) return;
-  if (srv_take_handle(j, h)) return;
+  if (admit(j, e, "preallocate", h)) return;
   int st = RIO_OK;
   if (j->hd->acc == RIO_O_RDONLY) st = RIO_EBADF;
   else if (len > 0) {
@@ -234,8 +238,7 @@ static void do_preallocate(srv_job *j) {
 static void do_sync(srv_job *j) {
   uint64_t h;
   int e = rio_decode_handle(j->body, j->n, &h);
-  if (e) return (void)srv_bad_body(j, e);
-  if (srv_take_handle(j, h)) return;
+  if (admit(j, e, NULL, h)) return;
   uint64_t t0 = srv_now_ns();
   int st = fsync(j->hd->fd) ? rio_status_from_errno(errno) : RIO_OK;
   srv_trace_span("storage", "fsync", NULL, t0, 0, 0, j->h.id);
@@ -245,9 +248,7 @@ static void do_sync(srv_job *j) {
 static void do_counter(srv_job *j) {
   rio_counter_req m;
   int e = rio_decode_counter(j->body, j->n, &m);
-  if (e) return (void)srv_bad_body(j, e);
-  if (m.op != RIO_CTR_GET && refused_ro(j, "counter update")) return;
-  if (srv_take_handle(j, m.handle)) return;
+  if (admit(j, e, m.op == RIO_CTR_GET ? NULL : "counter update", m.handle)) return;
   int64_t old = 0;
   int st = srv_counter_op(j->hd->file, m.key, m.op, m.value, &old);
   reply_u64(j, st, (uint64_t)old);
@@ -256,9 +257,7 @@ static void do_counter(srv_job *j) {
 static void do_lock(srv_job *j) {
   rio_lock_req m;
   int e = rio_decode_lock(j->body, j->n, &m);
-  if (e) return srv_bad_body(j, e), srv_job_done(j);
-  if (m.op == RIO_LOCK_WRITE && refused_ro(j, "write lock")) return srv_job_done(j);
-  if (srv_take_handle(j, m.handle)) return srv_job_done(j);
+  if (admit(j, e, m.op == RIO_LOCK_WRITE ? "write lock" : NULL, m.handle)) return srv_job_done(j);
   if (srv_lock_try(j)) return;
   srv_lock_park(j); /* the job stays in flight until granted or cancelled */
 }
@@ -269,8 +268,7 @@ static void do_lock(srv_job *j) {
 static void do_checksum(srv_job *j) {
   rio_checksum_req m;
   int e = rio_decode_checksum(j->body, j->n, &m);
-  if (e) return (void)srv_bad_body(j, e);
-  if (srv_take_handle(j, m.handle)) return;
+  if (admit(j, e, NULL, m.handle)) return;
   if (j->hd->acc == RIO_O_WRONLY) return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_EBADF, NULL, 0);
   uint64_t want = m.len == 0 || m.len > srv->cfg.max_request ? srv->cfg.max_request : m.len, done = 0;
   uint8_t *buf = malloc(SRV_CHUNK);

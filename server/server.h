@@ -205,8 +205,6 @@ void srv_conn_release(srv_conn *c, uint64_t body_bytes); /* a request in flight 
 int srv_send2(srv_conn *c, const void *a, size_t an, const void *b, size_t bn);
 void srv_send_job(srv_conn *c, struct srv_job *j);
 uint64_t srv_out_free(const srv_conn *c); /* room left in the output queue's budget */
-void srv_sender_start(srv_conn *c);
-void srv_sender_stop(srv_conn *c);
 /* The sender's pace: each MiB of a reply must leave within --send-timeout. SO_SNDTIMEO alone
  * restarts with every partial send, so a client that takes a few KiB per timeout held on for
  * ever. srv_pace_sent: 0, or -1 (errno ETIMEDOUT) when the client is too slow. */
@@ -228,7 +226,6 @@ static inline size_t srv_in_buffered(const srv_conn *c) { return c->in_len - c->
  * NULL when there is no buffer or n does not fit; srv_out_commit adds the n bytes written there. */
 uint8_t *srv_out_room(srv_conn *c, size_t n);
 static inline void srv_out_commit(srv_conn *c, size_t n) { c->out_len += n; }
-int srv_out_flush(srv_conn *c);
 
 /* The unit of file I/O in one step of a request: a READ's chunks, a WRITE's, a CHECKSUM's reads. */
 #define SRV_CHUNK (1u << 20)
@@ -315,7 +312,6 @@ void srv_trace_thread(const char *name); /* this thread's name in the trace */
  * "recv" + type_name -> "recv WRITE"; flow the request id. */
 void srv_trace_span(const char *cat, const char *name, const char *type_name, uint64_t t0, uint64_t bytes,
                     uint64_t offset, uint64_t flow);
-const char *srv_type_name(unsigned t);
 
 /* tls.c: optional TLS (--tls-cert/--tls-key). */
 int srv_tls_init(const char *cert, const char *key, char *why, size_t whylen);

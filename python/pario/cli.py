@@ -30,13 +30,14 @@ from typing import List, Optional
 from . import FLAVOURS, IMPLS, MPIS, SUITES, __version__
 from .cli_tools import cmd_checksum, cmd_remote
 from .cli_trace import _trace_parsers, cmd_trace
-from .cliargs import EXIT_INTERNAL, EXIT_NOTHING, EXIT_OK, EXIT_VERIFY, UsageError, _error, _Parser, _pause, _seconds
+from .cliargs import (EXIT_INTERNAL, EXIT_NOTHING, EXIT_OK, EXIT_VERIFY, UsageError, _error, _Parser, _pause, _seconds,
+                      _tool_args)
 from .launch import Launcher, LauncherError
 from .locate import bench_version, find_bench
 from .plan import PlanError, default_repeat, parse_choice_list, parse_ranks, parse_suites, plan_sweep
 from .results import META_FILE, REPORT_FILE, RESULTS_FILE, RUNS_FILE, load_results, save_meta
-from .runner import (LOG_DIR, SCRATCH_DIR, Interrupted, Runner, bench_path, build_dir_default, fmt_duration,
-                     lib_path)
+from .progress import fmt_duration
+from .runner import LOG_DIR, SCRATCH_DIR, Interrupted, Runner, bench_path, build_dir_default, lib_path
 from . import settle
 from .settle import SETTLE_METHODS, SettleError, Settler
 from .summary import SUMMARY_CSV, SUMMARY_JSON
@@ -95,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--append", action="store_true",
                      help="add to the results already in DIR instead of starting afresh")
     run.add_argument("--dry-run", action="store_true", help="print the planned commands and stop")
+    run.add_argument("--quiet", action="store_true",
+                     help="no progress bar (drawn on stderr when it is a terminal) and no line per run; "
+                          "warnings and the summary stay")
     run.add_argument("--repeat", type=int, metavar="N", default=None,
                      help="rounds per configuration, native and pario launched alternately "
                           "(native, pario, native, ...); figures are medians with min-max "
@@ -120,11 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     rem.add_argument("--experiments", metavar="LIST", default="all", help="comma-separated, or all (default)")
     rem.add_argument("--quick", action="store_true", help="small sizes: checks that everything works")
     rem.add_argument("--repeat", type=int, default=5, metavar="N", help="runs per figure (default 5)")
-    rem.add_argument("--mpi", metavar="FLAVOUR", default="mpich", choices=FLAVOURS, help="MPI flavour (default mpich)")
-    rem.add_argument("--out", metavar="DIR", help="results directory (default results/remote-<UTC time>)")
-    rem.add_argument("--build-dir", metavar="DIR", default=None, help="build tree (default $PARIO_BUILD_DIR or ./build)")
-    rem.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=900.0,
-                     help="kill a pario-bench run after this long (default 900)")
+    _tool_args(rem, 900.0, "kill a pario-bench run after this long", out="remote")
     _trace_parsers(sub)
     ck = sub.add_parser(
         "checksum", help="Adler-32 or CRC32C of files, computed by pario-server for x-rio:// names",
@@ -137,10 +137,7 @@ def _parser() -> argparse.ArgumentParser:
     ck.add_argument("files", nargs="+", metavar="FILE", help="a path or x-rio://host:port/path")
     ck.add_argument("--algo", default="adler32", choices=("adler32", "crc32c"), help="default adler32")
     ck.add_argument("--secret-file", metavar="F", help="the server's secret (default $PARIO_RIO_SECRET_FILE)")
-    ck.add_argument("--mpi", metavar="FLAVOUR", default="mpich", choices=FLAVOURS, help="MPI flavour (default mpich)")
-    ck.add_argument("--build-dir", metavar="DIR", default=None, help="build tree (default $PARIO_BUILD_DIR or ./build)")
-    ck.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=3600.0,
-                    help="give up after this long (default 3600)")
+    _tool_args(ck, 3600.0, "give up after this long")
 
     rep = bsub.add_parser("report", help="rebuild DIR/report.html from stored results",
                           description="Rebuild DIR/report.html, its figures (PNG and SVG), DIR/summary.csv "
@@ -243,7 +240,7 @@ def cmd_run(args) -> int:
         return _error(str(e))
     runs = plan_sweep(suites, mpis, impls, ranks, quick=args.quick, repeat=repeat)
     installs = {m: find_bench(m, build_dir) for m in mpis}
-    runner = Runner(out, build_dir, launcher, timeout, installs=installs, settle=settler)
+    runner = Runner(out, build_dir, launcher, timeout, installs=installs, settle=settler, quiet=args.quiet)
 
     if args.dry_run:
         for r in runs:

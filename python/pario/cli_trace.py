@@ -10,8 +10,7 @@ import json
 import os
 import sys
 
-from . import FLAVOURS
-from .cliargs import EXIT_OK, EXIT_USAGE, UsageError, _error, _Parser, _pause, _seconds, _server_of
+from .cliargs import EXIT_OK, EXIT_USAGE, UsageError, _error, _Parser, _pause, _server_of, _tool_args
 from .launch import Launcher
 from .locate import find_bench
 from .runner import Interrupted
@@ -70,11 +69,7 @@ def _trace_parsers(sub) -> None:
     ex.add_argument("--iterations", type=int, metavar="N", help="measured calls per configuration (default 3; --quick 1)")
     ex.add_argument("--emulate", metavar="SPEC", default=DEFAULT_EMULATE,
                     help="pario-server --emulate (default %(default)s)")
-    ex.add_argument("--mpi", metavar="FLAVOUR", default="mpich", choices=FLAVOURS, help="MPI flavour (default mpich)")
-    ex.add_argument("--out", metavar="DIR", help="results directory (default results/seed001-<UTC time>)")
-    ex.add_argument("--build-dir", metavar="DIR", default=None, help="build tree (default $PARIO_BUILD_DIR or ./build)")
-    ex.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=900.0,
-                    help="kill a pario-bench run after this long (default 900)")
+    _tool_args(ex, 900.0, "kill a pario-bench run after this long", out="seed001")
 
 
 def _window_args(p) -> None:

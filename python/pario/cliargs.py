@@ -44,6 +44,19 @@ def _pause(text: str) -> float:
     return _number_of_seconds(text, False)
 
 
+def _tool_args(p: argparse.ArgumentParser, timeout: float, timeout_help: str, out: str = "") -> None:
+    """The arguments of the commands that start pario-bench or pario-server themselves (bench
+    remote, checksum, trace experiment): one MPI flavour, its build tree, a time limit, and
+    with `out` (the default directory's name) a results directory."""
+    from . import FLAVOURS
+    p.add_argument("--mpi", metavar="FLAVOUR", default="mpich", choices=FLAVOURS, help="MPI flavour (default mpich)")
+    if out:
+        p.add_argument("--out", metavar="DIR", help=f"results directory (default results/{out}-<UTC time>)")
+    p.add_argument("--build-dir", metavar="DIR", default=None, help="build tree (default $PARIO_BUILD_DIR or ./build)")
+    p.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=timeout,
+                   help=f"{timeout_help} (default {timeout:g})")
+
+
 def _error(message: str) -> int:
     print(f"pario: error: {message}", file=sys.stderr)
     return EXIT_USAGE

@@ -110,8 +110,10 @@ def parse_line(line: str) -> Optional[Measurement]:
     return measurement_from_dict(obj)
 
 
-def parse_lines(lines: Iterable[str], source: str = "<results>") -> Tuple[List[Measurement], List[str]]:
-    """Parse many lines; bad lines (a run killed mid-write) are reported, not fatal."""
+def parse_lines(lines: Iterable[str], source: str = "<results>",
+                kept: Optional[List[str]] = None) -> Tuple[List[Measurement], List[str]]:
+    """Parse many lines; bad lines (a run killed mid-write) are reported, not fatal. With
+    `kept`, the lines that held a measurement are appended to it as they were."""
     out: List[Measurement] = []
     problems: List[str] = []
     for n, line in enumerate(lines, 1):
@@ -122,6 +124,8 @@ def parse_lines(lines: Iterable[str], source: str = "<results>") -> Tuple[List[M
             continue
         if m is not None:
             out.append(m)
+            if kept is not None:
+                kept.append(line)
     return out, problems
 
 

@@ -3,9 +3,9 @@
 A run that fails (non-zero exit, crash, timeout, no output, missing binary) is recorded in
 runs.jsonl with its reason and the sweep goes on. Each run writes its measurements to a
 file of its own, which is then appended to DIR/results.jsonl, so a run killed mid-write
-cannot corrupt another run's lines. Progress is one plain line per run, with the time
-elapsed and an estimate of the time left (on a terminal the line of the run in progress is
-overwritten in place). With a settle step (settle.py) each launch is preceded by it: sync,
+cannot corrupt another run's lines. Progress (progress.py) is one plain line per finished
+run and, on a terminal, a progress bar with the time elapsed and an estimate of the time left
+(estimate_left). With a settle step (settle.py) each launch is preceded by it: sync,
 drop the page cache of the previous run's files, pause; the previous run's scratch directory
 is kept until then. Measurements are tagged with their round ("round": k in results.jsonl),
 so the native and pario launches of one round pair up for the per-round ratio.
@@ -35,7 +35,8 @@ from .benchargs import bench_argv
 from .launch import Launcher
 from .locate import BUILD_BENCH, BUILD_LIB, BenchInstall, find_bench
 from .plan import PlannedRun
-from .results import RESULTS_FILE, ResultError, RunRecord, append_run, parse_line
+from .progress import SweepProgress
+from .results import RESULTS_FILE, RunRecord, append_run, parse_lines
 
 LOG_DIR = "logs"
 SCRATCH_DIR = "scratch"
@@ -70,12 +71,6 @@ def lib_path(build_dir: str, mpi: str) -> str:
     return os.path.join(build_dir, BUILD_LIB.format(mpi=mpi))
 
 
-def fmt_duration(seconds: float) -> str:
-    """h:mm:ss, e.g. 0:01:23."""
-    seconds = max(int(round(seconds)), 0)
-    return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
 def estimate_left(done: Sequence[RunRecord], remaining: Sequence[PlannedRun]) -> Optional[float]:
     """Seconds the remaining runs will probably take, from the runs done so far: each remaining
     run is expected to last as long as the finished runs of its suite and rank count took on
@@ -102,11 +97,6 @@ def estimate_left(done: Sequence[RunRecord], remaining: Sequence[PlannedRun]) ->
     return total
 
 
-def progress_text(elapsed: float, left: Optional[float]) -> str:
-    return f"{fmt_duration(elapsed)} elapsed, " + (f"~{fmt_duration(left)} left" if left is not None
-                                                   else "time left unknown yet")
-
-
 @dataclass
 class SweepOutcome:
     runs: List[RunRecord]
@@ -121,7 +111,8 @@ class Runner:
                  stream: Optional[TextIO] = None, clock: Callable[[], float] = time.monotonic,
                  installs: Optional[Dict[str, Optional[BenchInstall]]] = None,
                  kill_grace: float = KILL_GRACE,
-                 settle: Optional[Callable[[Optional[str]], None]] = None):
+                 settle: Optional[Callable[[Optional[str]], None]] = None,
+                 progress_stream: Optional[TextIO] = None, quiet: bool = False):
         self.out_dir = os.path.abspath(out_dir)
         self.build_dir = os.path.abspath(build_dir)
         self.launcher = launcher
@@ -130,7 +121,8 @@ class Runner:
         self.clock = clock
         self.kill_grace = kill_grace
         self.installs: Dict[str, Optional[BenchInstall]] = dict(installs or {})
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.progress_stream = progress_stream or sys.stderr   # the bar, when a terminal
+        self.quiet = quiet                      # no bar, no per-run lines
         self.records: List[RunRecord] = []      # runs finished so far (also when interrupted)
         self.settle = settle                    # called before each launch with the previous scratch dir
         self._previous: Optional[str] = None    # scratch dir of the last launch, until settled
@@ -221,19 +213,11 @@ class Runner:
             with open(raw_file, encoding="utf-8", errors="replace") as f:
                 lines = f.readlines()
             os.remove(raw_file)
-        good, kept, problems = [], [], []
-        for n, line in enumerate(lines, 1):
-            try:
-                m = parse_line(line)
-            except ResultError as e:
-                problems.append(f"line {n}: {e}")
-                continue
-            if m is not None:
-                good.append(m)
-                kept.append(_with_round(line, rec.round))
+        kept: List[str] = []
+        good, problems = parse_lines(lines, os.path.basename(raw_file), kept)
         if kept:
             with open(os.path.join(self.out_dir, RESULTS_FILE), "a", encoding="utf-8") as f:
-                f.writelines(kept)
+                f.writelines(_with_round(line, rec.round) for line in kept)
         rec.measurements = len(good)
         unverified = [m for m in good if m.verified is False]
         rec.unverified = len(unverified)
@@ -272,41 +256,23 @@ class Runner:
             self._previous = None
         return self.clock() - t
 
-    def _line(self, run: PlannedRun, total: int, width: int) -> str:
-        return f"[{run.index:>{width}}/{total}] {run.label:<34}"
-
     def run_all(self, runs: List[PlannedRun]) -> SweepOutcome:
         os.makedirs(self.out_dir, exist_ok=True)
         t0 = self.clock()
         self.records = records = []
         width = len(str(len(runs)))
-        shown = 0   # length of the in-place line on a terminal
         try:
-            for i, run in enumerate(runs):
-                head = self._line(run, len(runs), width)
-                if self.tty:
-                    text = (f"{head} running  | "
-                            + progress_text(self.clock() - t0, estimate_left(records, runs[i:])))
-                    self.stream.write("\r" + text.ljust(shown) + "\r")
-                    self.stream.flush()
-                    shown = len(text)
-                settled = self._settle()
-                rec = self.execute(run)
-                rec.settle = settled
-                append_run(self.out_dir, rec)
-                records.append(rec)
-                detail = f"{rec.measurements} result(s)" if rec.status == "ok" else rec.message
-                left = estimate_left(records, runs[i + 1:])
-                line = (f"{head} {rec.status:<7} {rec.elapsed:6.1f}s  | "
-                        f"{progress_text(self.clock() - t0, left)}  | {detail}")
-                self.stream.write(("\r" + line.ljust(shown) if self.tty else line) + "\n")
-                self.stream.flush()
-                shown = 0
-        except BaseException:
-            if self.tty and shown:
-                self.stream.write("\n")
-                self.stream.flush()
-            raise
+            with SweepProgress(len(runs), self.stream, self.progress_stream, self.quiet) as shown:
+                for i, run in enumerate(runs):
+                    shown.running(run.label, estimate_left(records, runs[i:]))
+                    settled = self._settle()
+                    rec = self.execute(run)
+                    rec.settle = settled
+                    append_run(self.out_dir, rec)
+                    records.append(rec)
+                    detail = f"{rec.measurements} result(s)" if rec.status == "ok" else rec.message
+                    shown.finished(f"[{run.index:>{width}}/{len(runs)}] {run.label:<34} {rec.status:<7} "
+                                   f"{rec.elapsed:6.1f}s  | {detail}", estimate_left(records, runs[i + 1:]))
         finally:
             shutil.rmtree(os.path.join(self.out_dir, SCRATCH_DIR), ignore_errors=True)
         return SweepOutcome(records, self.clock() - t0)

@@ -14,7 +14,7 @@
 
 /* The header declares the MPI-4 large-count (_c) functions: pario then exports its own _c
  * MPI-IO functions. Whether the host library has the _c datatype queries pario calls itself
- * is decided at run time (pario_host_large_count). */
+ * is decided at run time (pario_type_envelope, core/hostmpi.c). */
 #if MPI_VERSION >= 4
 #define PARIO_HAVE_LARGE_COUNT 1
 #endif
@@ -53,9 +53,6 @@ enum { PARIO_HOST_OTHER, PARIO_HOST_OPENMPI, PARIO_HOST_MPICH, PARIO_HOST_IMPI }
 int pario_host_mpi(void);
 /* Its name as pario.h's pario_mpi_host() gives it: "openmpi", "mpich", "impi" or "other". */
 const char *pario_host_mpi_name(void);
-/* 1 when the host library has the MPI-4 large-count datatype queries (MPI_Type_get_envelope_c,
- * MPI_Type_get_contents_c), whatever the header pario was built with declared. */
-int pario_host_large_count(void);
 /* MPI_Type_get_envelope / MPI_Type_get_contents with every count an MPI_Count: the
  * large-count queries where the host has them (nc: the number of large counts), else the
  * MPI-3 ones (nc is 0). contents takes the counts envelope gave and fills counts[0..nc). */
@@ -63,8 +60,7 @@ int pario_type_envelope(MPI_Datatype t, MPI_Count *ni, MPI_Count *na, MPI_Count 
 int pario_type_contents(MPI_Datatype t, MPI_Count ni, MPI_Count na, MPI_Count nc, MPI_Count nd, int *ints,
                         MPI_Aint *addrs, MPI_Count *counts, MPI_Datatype *types);
 
-/* Diagnostics level from PARIO_LOG (0 = silent, default); messages go to stderr. */
-int pario_log_level(void);
+/* Diagnostics from PARIO_LOG (0 = silent, default) at level or above go to stderr. */
 void pario_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -131,7 +131,8 @@ int pario_err_class(int code) {
   return cls;
 }
 
-int pario_log_level(void) {
+/* Diagnostics level from PARIO_LOG (0 = silent, default). */
+static int pario_log_level(void) {
   static int level = -1;
   if (level < 0) {
     const char *s = getenv("PARIO_LOG");

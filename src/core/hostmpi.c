@@ -46,15 +46,13 @@ const char *pario_host_mpi_name(void) {
  * header) leaves them null instead of failing the program at its first datatype query. */
 #pragma weak PMPI_Type_get_envelope_c
 #pragma weak PMPI_Type_get_contents_c
-#endif
 
-int pario_host_large_count(void) {
-#ifdef PARIO_HAVE_LARGE_COUNT
+/* 1 when the host library has the MPI-4 large-count datatype queries (MPI_Type_get_envelope_c,
+ * MPI_Type_get_contents_c), whatever the header pario was built with declared. */
+static int pario_host_large_count(void) {
   return PMPI_Type_get_envelope_c != NULL && PMPI_Type_get_contents_c != NULL;
-#else
-  return 0;
-#endif
 }
+#endif
 
 int pario_type_envelope(MPI_Datatype t, MPI_Count *ni, MPI_Count *na, MPI_Count *nc, MPI_Count *nd, int *comb) {
 #ifdef PARIO_HAVE_LARGE_COUNT

@@ -16,15 +16,13 @@
 
 #define MAXIOV 64
 
-/* Tracing on: the transfer under a new request id (flow) that a remote driver can read with
- * pario_trace_flow_current() and send along, so the server's events link back to it. */
+/* Tracing on: the transfer as a span with a request id (flow) of its own; the x-rio driver's
+ * requests carry their wire ids as theirs (driver/rioconn.c), which the server's events name. */
 static int xfer_traced(pario_file *f, int rw, const struct iovec *iov, int cnt, off_t off, size_t *got,
                        pario_drv_coll *coll) {
   uint64_t flow = pario_trace_flow_new(), t0 = pario_trace_now();
-  pario_trace_flow_set(flow);
   int e = rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, off, got, coll)
                             : f->drv->preadv(f->dh, iov, cnt, off, got, coll);
-  pario_trace_flow_set(0);
   size_t len = 0;
   for (int i = 0; i < cnt; i++) len += iov[i].iov_len;
   PARIO_TRACE_SPANX(PARIO_TC_DRIVER, rw == PARIO_WRITE ? "pwritev" : "preadv", t0, flow, "driver", f->drv->name,

@@ -26,7 +26,8 @@ static uint64_t now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-int rio_wait_fd(int fd, short ev, long long ms) {
+/* Wait until fd is ready for ev (POLLIN, POLLOUT): 0, ETIMEDOUT after ms (-1: no limit), or an errno. */
+static int rio_wait_fd(int fd, short ev, long long ms) {
   uint64_t end = ms < 0 ? 0 : now_ns() + (uint64_t)ms * 1000000ull;
   for (;;) {
     int left = -1;

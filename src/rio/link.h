@@ -37,8 +37,6 @@ typedef struct rio_link {
   size_t nfirst;
 } rio_link;
 
-/* Wait until fd is ready for ev (POLLIN, POLLOUT): 0, ETIMEDOUT after ms (-1: no limit), or an errno. */
-int rio_wait_fd(int fd, short ev, long long ms);
 
 /* A TCP connection to host:port within ms (non-blocking, TCP_NODELAY), set up as l. */
 int rio_link_dial(rio_link *l, const char *host, const char *port, long long ms, char *why, size_t wn);

@@ -19,29 +19,28 @@
 /* ---- status codes --------------------------------------------------------------------------- */
 static const struct {
   int status, err;
-  const char *name;
 } status_table[] = {
-    {RIO_OK, 0, "ok"},
-    {RIO_ENOENT, ENOENT, "no such file"},
-    {RIO_EACCES, EACCES, "permission denied"},
-    {RIO_EEXIST, EEXIST, "file exists"},
-    {RIO_EISDIR, EISDIR, "is a directory"},
-    {RIO_ENOTDIR, ENOTDIR, "not a directory"},
-    {RIO_ENOSPC, ENOSPC, "no space left"},
-    {RIO_EIO, EIO, "I/O error"},
-    {RIO_EINVAL, EINVAL, "invalid argument"},
-    {RIO_EBADF, EBADF, "bad handle"},
-    {RIO_EFBIG, EFBIG, "file too large"},
-    {RIO_EROFS, EROFS, "read-only file system"},
-    {RIO_ENAMETOOLONG, ENAMETOOLONG, "name too long"},
-    {RIO_EDQUOT, EDQUOT, "quota exceeded"},
-    {RIO_ENOMEM, ENOMEM, "server out of memory"},
-    {RIO_EPROTO, EPROTO, "protocol error"},
-    {RIO_EAUTH, EACCES, "authentication failed"},
-    {RIO_ETOOBIG, E2BIG, "request over the server's limits"},
-    {RIO_ELOOP, ELOOP, "too many symbolic links"},
-    {RIO_EBUSY, EBUSY, "resource busy"},
-    {RIO_EOTHER, EIO, "server error"},
+    {RIO_OK, 0},
+    {RIO_ENOENT, ENOENT},
+    {RIO_EACCES, EACCES},
+    {RIO_EEXIST, EEXIST},
+    {RIO_EISDIR, EISDIR},
+    {RIO_ENOTDIR, ENOTDIR},
+    {RIO_ENOSPC, ENOSPC},
+    {RIO_EIO, EIO},
+    {RIO_EINVAL, EINVAL},
+    {RIO_EBADF, EBADF},
+    {RIO_EFBIG, EFBIG},
+    {RIO_EROFS, EROFS},
+    {RIO_ENAMETOOLONG, ENAMETOOLONG},
+    {RIO_EDQUOT, EDQUOT},
+    {RIO_ENOMEM, ENOMEM},
+    {RIO_EPROTO, EPROTO},
+    {RIO_EAUTH, EACCES},
+    {RIO_ETOOBIG, E2BIG},
+    {RIO_ELOOP, ELOOP},
+    {RIO_EBUSY, EBUSY},
+    {RIO_EOTHER, EIO},
 };
 
 int rio_status_from_errno(int e) {
@@ -56,11 +55,6 @@ int rio_status_from_errno(int e) {
 int rio_errno_from_status(int status) {
   if (status < 0 || status >= RIO_NSTATUS) return EIO;
   return status_table[status].err;
-}
-
-const char *rio_status_name(int status) {
-  if (status < 0 || status >= RIO_NSTATUS) return "unknown status";
-  return status_table[status].name;
 }
 
 /* ---- frame header --------------------------------------------------------------------------- */
@@ -241,13 +235,21 @@ int rio_decode_handle2(const uint8_t *b, size_t n, uint64_t *handle, uint64_t *v
   return rd_done(&r);
 }
 
+/* A byte range the server can address with off_t: offset and offset + length both fit. */
+static int range_ok(uint64_t off, uint64_t len) { return off <= (uint64_t)INT64_MAX && len <= (uint64_t)INT64_MAX - off; }
+
+/* A request's byte range (offset, then length): 0, or RIO_EINVAL where range_ok refuses it. */
+static int get_range(rio_rd *r, uint64_t *off, uint64_t *len) {
+  *off = rio_get_u64(r);
+  *len = rio_get_u64(r);
+  return range_ok(*off, *len) ? 0 : RIO_EINVAL;
+}
+
 int rio_decode_handle3(const uint8_t *b, size_t n, uint64_t *handle, uint64_t *a, uint64_t *b2) {
   rio_rd r = rio_rd_init(b, n);
   *handle = rio_get_u64(&r);
-  *a = rio_get_u64(&r);
-  *b2 = rio_get_u64(&r);
-  if (*a > (uint64_t)INT64_MAX || *b2 > (uint64_t)INT64_MAX - *a) return RIO_EINVAL;
-  return rd_done(&r);
+  int e = get_range(&r, a, b2);
+  return e ? e : rd_done(&r);
 }
 
 int rio_decode_lock(const uint8_t *b, size_t n, rio_lock_req *m) {
@@ -255,12 +257,9 @@ int rio_decode_lock(const uint8_t *b, size_t n, rio_lock_req *m) {
   m->handle = rio_get_u64(&r);
   m->op = rio_get_u32(&r);
   (void)rio_get_u32(&r);
-  m->offset = rio_get_u64(&r);
-  m->len = rio_get_u64(&r);
+  int range = get_range(&r, &m->offset, &m->len);
   if (rd_done(&r)) return RIO_EPROTO;
-  if (m->op < RIO_LOCK_READ || m->op > RIO_UNLOCK) return RIO_EINVAL;
-  if (m->offset > (uint64_t)INT64_MAX || m->len > (uint64_t)INT64_MAX - m->offset) return RIO_EINVAL;
-  return 0;
+  return m->op < RIO_LOCK_READ || m->op > RIO_UNLOCK ? RIO_EINVAL : range;
 }
 
 int rio_decode_checksum(const uint8_t *b, size_t n, rio_checksum_req *m) {
@@ -268,12 +267,9 @@ int rio_decode_checksum(const uint8_t *b, size_t n, rio_checksum_req *m) {
   m->handle = rio_get_u64(&r);
   m->algo = rio_get_u32(&r);
   m->start = rio_get_u32(&r);
-  m->offset = rio_get_u64(&r);
-  m->len = rio_get_u64(&r);
+  int range = get_range(&r, &m->offset, &m->len);
   if (rd_done(&r)) return RIO_EPROTO;
-  if (m->algo != RIO_SUM_ADLER32 && m->algo != RIO_SUM_CRC32C) return RIO_EINVAL;
-  if (m->offset > (uint64_t)INT64_MAX || m->len > (uint64_t)INT64_MAX - m->offset) return RIO_EINVAL;
-  return 0;
+  return m->algo != RIO_SUM_ADLER32 && m->algo != RIO_SUM_CRC32C ? RIO_EINVAL : range;
 }
 
 int rio_decode_counter(const uint8_t *b, size_t n, rio_counter_req *m) {
@@ -304,7 +300,7 @@ int rio_decode_io(const uint8_t *b, size_t n, uint32_t body_len, unsigned type, 
   for (uint32_t i = 0; i < m->nseg; i++) {
     uint64_t off, len;
     rio_seg_at(m, i, &off, &len);
-    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off) return RIO_EINVAL;
+    if (!range_ok(off, len)) return RIO_EINVAL;
     if (len > UINT32_MAX || total + len > UINT32_MAX) return RIO_ETOOBIG; /* a body is < 4 GiB */
     total += len;
   }

@@ -97,7 +97,6 @@ enum rio_status {
 /* errno <-> wire status (unknown values map to RIO_EOTHER / EIO). */
 int rio_status_from_errno(int e);
 int rio_errno_from_status(int status);
-const char *rio_status_name(int status);
 
 /* ---- frame header ------------------------------------------------------------------------ */
 typedef struct rio_hdr {

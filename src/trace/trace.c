@@ -54,7 +54,6 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;  /* out, notes, hea
 static tbuf *bufs;
 static int ntids, nworkers;
 static _Thread_local tbuf *mine;
-static _Thread_local uint64_t cur_flow;
 static uint64_t flow_seq;
 static char dir[4096];
 static pario_lines out = {.fd = -1}; /* the trace file, opened at the first flush */
@@ -206,8 +205,6 @@ uint64_t pario_trace_flow_new(void) {
   int r = __atomic_load_n(&world_rank, __ATOMIC_RELAXED);
   return ((uint64_t)(r < 0 ? 0 : r) + 1) << 40 | (seq & ((1ull << 40) - 1));
 }
-uint64_t pario_trace_flow_current(void) { return cur_flow; }
-void pario_trace_flow_set(uint64_t id) { cur_flow = id; }
 
 /* ---- writing ---- */
 

@@ -75,12 +75,8 @@ void pario_trace_counter_(const char *name, int64_t value);
     if (PARIO_TRACING()) pario_trace_counter_((name), (int64_t)(value));                           \
   } while (0)
 
-/* Request ids (flows): a new id unique in the job (world rank in the top bits), and the id of
- * the driver operation this thread is running (0 outside one), which a remote driver sends
- * with its request so that the server can name it in its events. */
+/* Request ids (flows): a new id unique in the job (world rank in the top bits). */
 uint64_t pario_trace_flow_new(void);
-uint64_t pario_trace_flow_current(void);
-void pario_trace_flow_set(uint64_t id);
 
 /* ---- process-wide state, set by the tracing lifecycle layer (src/tracelayer) ---- */
 

@@ -1,5 +1,5 @@
 """The CLI's behaviour: Ctrl-C and SIGTERM stop the MPI job, bad input is a one-line error,
-progress lines say how long is left, --version names the MPI of each pario-bench found."""
+the progress bar says how long is left, --version names the MPI of each pario-bench found."""
 
 import io
 import os
@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -21,7 +22,8 @@ from pario.cli import main, version_lines
 from pario.launch import Launcher
 from pario.plan import PlannedRun, plan_sweep
 from pario.results import RunRecord
-from pario.runner import Runner, estimate_left, fmt_duration
+from pario.progress import fmt_duration
+from pario.runner import Runner, estimate_left
 
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(pario.__file__)))
 
@@ -240,7 +242,7 @@ def test_estimate_left():
 
 
 class _Clock:
-    """A clock that advances 5 s per reading, so the progress lines have times to show."""
+    """A clock that advances 5 s per reading, so the runs have durations to show."""
 
     def __init__(self):
         self.t = 0.0
@@ -255,40 +257,68 @@ class _Tty(io.StringIO):
         return True
 
 
-def _runner(fake_build, out, stream):
-    return Runner(str(out), str(fake_build), Launcher(FAKE_LAUNCHER), 30, stream=stream, clock=_Clock())
+def _runner(fake_build, out, stream, bar=None, quiet=False):
+    return Runner(str(out), str(fake_build), Launcher(FAKE_LAUNCHER), 30, stream=stream, clock=_Clock(),
+                  progress_stream=bar if bar is not None else io.StringIO(), quiet=quiet)
 
 
-def test_progress_lines_without_terminal(fake_build, tmp_path):
+RUN_LINE = re.compile(r"^\[\s*(\d+)/(\d+)\] (\S+) (\S+) (\S+) np=(\d+) +ok +([\d.]+)s  \| \d+ result\(s\)$")
+
+
+def test_run_lines_without_terminal(fake_build, tmp_path):
+    """One plain line per finished run on stdout; no bar when stderr is no terminal."""
     runs = plan_sweep(["btio", "sharedfp"], ["mpich"], ["native", "pario"], [1, 2], quick=True)
-    stream = io.StringIO()
-    outcome = _runner(fake_build, tmp_path / "res", stream).run_all(runs)
+    stream, bar = io.StringIO(), io.StringIO()
+    outcome = _runner(fake_build, tmp_path / "res", stream, bar).run_all(runs)
     assert outcome.count("ok") == len(runs)
     text = stream.getvalue()
-    assert "\r" not in text
+    assert "\r" not in text and "\x1b" not in text and bar.getvalue() == ""
     lines = text.splitlines()
     assert len(lines) == len(runs)
-    pat = re.compile(r"^\[\s*(\d+)/(\d+)\] (\S+) (\S+) (\S+) np=(\d+) +ok +[\d.]+s  \| "
-                     r"(\d+:\d\d:\d\d) elapsed, ~(\d+:\d\d:\d\d) left  \| \d+ result\(s\)$")
     for k, (line, run) in enumerate(zip(lines, runs), 1):
-        m = pat.match(line)
+        m = RUN_LINE.match(line)
         assert m, line
         assert (int(m.group(1)), int(m.group(2))) == (k, len(runs))
         assert (m.group(3), m.group(4), m.group(5), int(m.group(6))) == (run.suite, run.mpi, run.impl, run.ranks)
-    assert lines[-1].split("elapsed, ")[1].startswith("~0:00:00 left")
-    elapsed = [m.group(7) for m in map(pat.match, lines)]
-    assert elapsed == sorted(elapsed) and elapsed[-1] != "0:00:00"
+        assert float(m.group(7)) > 0
 
 
-def test_progress_on_a_terminal_overwrites_in_place(fake_build, tmp_path):
+def test_progress_bar_on_a_terminal(fake_build, tmp_path):
+    """On a terminal: rich's bar on stderr with runs done of the total, elapsed time and the time
+    left; the per-run lines go above it; nothing is left running after the sweep."""
     runs = plan_sweep(["btio"], ["mpich"], ["native"], [1, 2], quick=True)
-    stream = _Tty()
-    _runner(fake_build, tmp_path / "res", stream).run_all(runs)
-    text = stream.getvalue()
-    assert "running" in text and "\r" in text
-    assert "time left unknown yet" in text              # before the first run has finished
-    finals = [seg for seg in text.replace("\r", "\n").splitlines() if re.search(r"\bok\b.*left", seg)]
-    assert len(finals) == len(runs)
+    stream, bar = io.StringIO(), _Tty()
+    threads = set(threading.enumerate())
+    _runner(fake_build, tmp_path / "res", stream, bar).run_all(runs)
+    assert "\x1b[" in bar.getvalue()                     # drawn with terminal control codes
+    drawn = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", bar.getvalue())
+    assert f"0/{len(runs)}" in drawn and f"{len(runs)}/{len(runs)}" in drawn
+    assert "ETA ?:??:??" in drawn                        # before the first run has finished
+    assert re.search(r"ETA \d+:\d\d:\d\d", drawn)         # an estimate once one has
+    assert re.search(r"\d+:\d\d:\d\d ETA", drawn)          # the time elapsed, then the time left
+    assert runs[0].label in drawn                        # the run in progress
+    assert sum(1 for ln in stream.getvalue().splitlines() if RUN_LINE.match(ln)) == len(runs)
+    started = [t for t in threading.enumerate() if t not in threads]
+    for t in started:                                    # rich's refresh thread was told to stop
+        t.join(timeout=2)
+    assert not [t for t in started if t.is_alive()]
+
+
+def test_progress_bar_on_a_terminal_for_both(fake_build, tmp_path):
+    """stdout and stderr the same terminal: the per-run lines are printed through the bar."""
+    runs = plan_sweep(["btio"], ["mpich"], ["native"], [1], quick=True)
+    stream, bar = _Tty(), _Tty()
+    _runner(fake_build, tmp_path / "res", stream, bar).run_all(runs)
+    assert stream.getvalue() == ""
+    assert re.search(r"\[1/1\] btio mpich native np=1 +ok", bar.getvalue())
+
+
+def test_quiet(fake_build, tmp_path):
+    runs = plan_sweep(["btio"], ["mpich"], ["native"], [1, 2], quick=True)
+    stream, bar = _Tty(), _Tty()
+    outcome = _runner(fake_build, tmp_path / "res", stream, bar, quiet=True).run_all(runs)
+    assert outcome.count("ok") == len(runs)
+    assert stream.getvalue() == "" and bar.getvalue() == ""
 
 
 # -- --version and finding pario-bench -----------------------------------------------------

@@ -29,11 +29,10 @@ def test_sweep_all_quick(fake_build, tmp_path, capsys):
     runs = load_runs(str(out))
     assert runs and all(r.status == "ok" for r in runs), [r.message for r in runs if r.status != "ok"]
     n = len(runs)
-    # progress: one line per run, [k/N], elapsed time and time left, plain text
-    progress = [ln for ln in text.splitlines()
-                if re.match(r"\[\s*\d+/%d\] .* \d+:\d\d:\d\d elapsed, ~\d+:\d\d:\d\d left" % n, ln)]
+    # one plain line per run, [k/N], its status and duration; no bar (stderr is no terminal)
+    progress = [ln for ln in text.splitlines() if re.match(r"\[\s*\d+/%d\] .* ok +[\d.]+s  \| " % n, ln)]
     assert len(progress) == n
-    assert "\r" not in text
+    assert "\r" not in text and "\x1b" not in text
     assert (out / "summary.csv").exists() and (out / "summary.json").exists()
     ms, problems = load_results(str(out))
     assert problems == []
@@ -70,6 +69,15 @@ def test_failed_runs_do_not_abort(fake_build, tmp_path, capsys, monkeypatch):
     assert "fake failure in cfs" in log.read_text()
     html = (out / "report.html").read_text()
     assert "fake failure in cfs" in html
+
+
+def test_quiet_leaves_the_summary(fake_build, tmp_path, capsys):
+    rc = run(["btio", "--quick", "--ranks", "1,2", "--mpi", "mpich", "--quiet"], fake_build, tmp_path / "res")
+    out, err = capsys.readouterr()
+    assert rc == 0, out
+    assert not re.search(r"^\[\s*\d+/\d+\] ", out, re.M)      # no line per run
+    assert "runs in " in out and "report: " in out and err == ""
+    assert len(load_runs(str(tmp_path / "res"))) == 4
 
 
 def test_pario_verification_failure_sets_exit_status(fake_build, tmp_path, capsys, monkeypatch):

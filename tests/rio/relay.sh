@@ -45,6 +45,13 @@ for mode in pass inject drop reorder replay flip; do
   [ -f "$RIO_ROOT/victim" ] || bad "victim was deleted"
   if [ "$mode" = pass ]; then
     [ "$rc" = 0 ] || bad "the write failed without an attack: $out"
+    # the bytes are on the server: pario served the write (no other MPI-IO opens x-rio:// names)
+    python3 - "$RIO_ROOT/data" <<'PY' || bad "the server's file does not hold the 256 KiB written"
+import os, sys
+p = sys.argv[1]
+d = open(p, 'rb').read() if os.path.exists(p) else b''
+sys.exit(len(d) != 256 << 10 or any(b != i % 251 for i, b in enumerate(d)))
+PY
     continue
   fi
   [ "$rc" != 0 ] || bad "the client reported success"

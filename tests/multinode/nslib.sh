@@ -49,9 +49,9 @@ ns_procs() {
 ns_end() {
   local rc=$? left i
   trap - EXIT INT TERM
-  [ ${#NS_CLEAN[@]} = 0 ] || rm -rf "${NS_CLEAN[@]}"
   [ -n "$NS_ST" ] || exit "$rc"
   "$NSNODES" down "$NS_ST"
+  [ ${#NS_CLEAN[@]} = 0 ] || rm -rf "${NS_CLEAN[@]}" # after down: ranks may still be writing them
   for i in $(seq 20); do
     left=$(ns_procs)
     [ -z "$left" ] && break
@@ -63,6 +63,7 @@ ns_end() {
     rc=1
   fi
   [ -e "$NS_ST" ] && { echo "FAIL: $NS_ST left after nsnodes.sh down" >&2; rm -rf "$NS_ST"; rc=1; }
+  [ "$rc" = 0 ] || [ -n "$left" ] || echo "(nodes torn down after a failure or signal: nothing left)"
   [ "$rc" = 0 ] && echo "nodes torn down: no process, namespace, mount or state left"
   exit "$rc"
 }

@@ -9,10 +9,9 @@
 # launcher's teardown), phase 1's bytes are intact (checked from the host), pario served the run, and the
 # nodes leave nothing behind (nslib.sh).
 # usage: fault.sh kill|link FLAVOUR N PPN LIBPARIO NSFAULT WORKDIR
-# The nodes' TCP gives up on an unanswered peer after about 6 s (net.ipv4.tcp_retries2=3 and
-# keepalive after 2 s in every node), as a cluster's would after its own timeouts; Open MPI's
-# daemons use TCP keepalive (oob_tcp_keepalive_*) to notice a lost node. PARIO_NS_FAULT_TCP=default
-# leaves both as they are (a pulled link is then noticed after minutes, if at all); the limits:
+# Open MPI's daemons notice a lost node by TCP keepalive, after 2 s here
+# (OMPI_MCA_oob_tcp_keepalive_time=2, _intvl=1, _probes=3; its default starts after 300 s);
+# PARIO_NS_FAULT_TCP=default leaves Open MPI's settings alone. The limits:
 # PARIO_NS_FAULT_ROUND (3), PARIO_NS_FAULT_BOUND (90 s), PARIO_NS_FAULT_LIMIT (the job's, 120 s).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,11 +22,7 @@ case "$fault" in kill|link) ;; *) echo "fault.sh: unknown fault '$fault' (kill o
 ROUND=${PARIO_NS_FAULT_ROUND:-3} BOUND=${PARIO_NS_FAULT_BOUND:-90} LIMIT=${PARIO_NS_FAULT_LIMIT:-120}
 . "$here/nslib.sh"
 ns_begin "$work" "$n"
-if [ "${PARIO_NS_FAULT_TCP:-short}" = short ]; then # PARIO_NS_FAULT_TCP=default: the kernel's and MPI's own
-  for k in $(seq "$n"); do
-    nsenter -t "$(cat "$NS_ST/pid.$k")" -n sysctl -q -w net.ipv4.tcp_retries2=3 net.ipv4.tcp_keepalive_time=2 \
-      net.ipv4.tcp_keepalive_intvl=1 net.ipv4.tcp_keepalive_probes=3 || exit 1
-  done
+if [ "${PARIO_NS_FAULT_TCP:-short}" = short ]; then # PARIO_NS_FAULT_TCP=default: Open MPI's own
   export OMPI_MCA_oob_tcp_keepalive_time=2 OMPI_MCA_oob_tcp_keepalive_intvl=1 OMPI_MCA_oob_tcp_keepalive_probes=3
 fi
 file=$work/nsfault.$$

@@ -23,6 +23,9 @@
 #   PARIO_DIFF_ROUNDS=K  long randomized local mode: K rounds, each with a fresh random seed
 #                        (SEED is ignored unless K is 1); stops at the first failure.
 #   PARIO_DIFF_TIMEOUT   seconds per run (default 300).
+#   PARIO_DIFF_LAUNCHER  the launcher (default scripts/mpirun.sh; same arguments: FLAVOUR NP
+#                        [--pario LIB] PROGRAM ARGS...), e.g. across namespace nodes
+#                        (tests/multinode/diff.sh)
 set -uo pipefail
 if [ $# -ne 5 ] && [ $# -lt 7 ]; then
   sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
@@ -39,7 +42,7 @@ else
 fi
 args=("${@:9}")   # empty in the short form
 here=$(cd "$(dirname "$0")" && pwd)
-run=$here/../../scripts/mpirun.sh
+run=${PARIO_DIFF_LAUNCHER:-$here/../../scripts/mpirun.sh}
 rounds=${PARIO_DIFF_ROUNDS:-1}
 limit=${PARIO_DIFF_TIMEOUT:-300}
 model=()

@@ -56,11 +56,11 @@ struct p_li { long a; int b; };
 struct p_ldi { long double a; int b; };
 
 static int pair_runs(MPI_Datatype t, runbuf *b) {
-#define PAIR(T, S)                                                    \
-  if (t == T) {                                                       \
+#define PAIR(T, S)                                            \
+  if (t == T) {                                               \
     emit(b, (MPI_Offset)offsetof(S, a), sizeof(((S *)0)->a)); \
-    emit(b, (MPI_Offset)offsetof(S, b), sizeof(int));          \
-    return 1;                                                         \
+    emit(b, (MPI_Offset)offsetof(S, b), sizeof(int));         \
+    return 1;                                                 \
   }
   PAIR(MPI_SHORT_INT, struct p_si)
   PAIR(MPI_FLOAT_INT, struct p_fi)
@@ -96,7 +96,12 @@ static int on_block(const pario_block *k, void *ctx) {
   return w->b->err;
 }
 
+static int flatten(MPI_Datatype t, runbuf *b);
+
 static int flatten_derived(const pario_decoded *d, runbuf *b) {
+  /* dup and resized are one copy of the old type at 0: its runs go straight in, with no map of
+   * it cached beside this type's (a resized filetype's map is not kept twice) */
+  if (d->comb == MPI_COMBINER_DUP || d->comb == MPI_COMBINER_RESIZED) return flatten(d->types[0], b);
   const pario_typemap **maps = malloc(sizeof *maps * (size_t)(d->nd + 1));
   if (!maps) return MPI_ERR_NO_MEM;
   int rc = MPI_SUCCESS;

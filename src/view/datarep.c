@@ -1,11 +1,12 @@
 /* external32's derived types: the typed-run flattening of a derived type with its native and
- * external32 layouts (decoded with the envelope/contents queries), and the cursors that convert
+ * external32 layouts (on the blocks of typewalk.c's decoder), and the cursors that convert
  * a buffer's data through those runs a piece at a time (datarep.h says what and why). The
  * scalars' table and value conversion are ext32conv.c's. */
 #include "view/datarep.h"
 #include "core/common.h"
 #include "view/ext32.h"
 #include "view/typemap.h"
+#include "view/typewalk.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -66,84 +67,6 @@ static void copies(node *b, const node *c, MPI_Offset nd, MPI_Offset ed, MPI_Off
   for (MPI_Offset i = 0; i < cnt && !b->err; i++)
     for (size_t j = 0; j < c->n; j++)
       add_run(b, nd + i * c->nextent + c->r[j].noff, ed + i * c->eextent + c->r[j].eoff, c->r[j].count, &c->r[j]);
-}
-
-/* A datatype's constructor arguments in the layout of the MPI-3 constructors (widened), so
- * types from MPI-4 large-count constructors read alike. */
-typedef struct args {
-  int comb;
-  MPI_Offset *I, *A;
-  MPI_Datatype *T;
-  int nt;
-} args;
-
-static void args_free(args *a) {
-  for (int i = 0; a->T && i < a->nt; i++) {
-    int comb = pario_type_combiner(a->T[i]);
-    if (comb != MPI_COMBINER_NAMED && !pario_ext32_is_f90(comb)) PMPI_Type_free(&a->T[i]);
-  }
-  free(a->I);
-  free(a->A);
-  free(a->T);
-}
-
-static int args_get(MPI_Datatype t, args *a) {
-  memset(a, 0, sizeof *a);
-  MPI_Count ni, na, nc, nd;
-  if (pario_type_envelope(t, &ni, &na, &nc, &nd, &a->comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
-  if (a->comb == MPI_COMBINER_NAMED || pario_ext32_is_f90(a->comb)) return MPI_SUCCESS;
-  int *in = malloc(sizeof(int) * (size_t)(ni + 1));
-  MPI_Aint *ad = malloc(sizeof(MPI_Aint) * (size_t)(na + 1));
-  MPI_Count *c = malloc(sizeof(MPI_Count) * (size_t)(nc + 1));
-  a->I = malloc(sizeof(MPI_Offset) * (size_t)(ni + nc + 1));
-  a->A = malloc(sizeof(MPI_Offset) * (size_t)(na + nc + 1));
-  a->T = malloc(sizeof(MPI_Datatype) * (size_t)(nd + 1));
-  int rc = in && ad && c && a->I && a->A && a->T ? MPI_SUCCESS : MPI_ERR_NO_MEM;
-  if (rc == MPI_SUCCESS && pario_type_contents(t, ni, na, nc, nd, in, ad, c, a->T) != MPI_SUCCESS)
-    rc = MPI_ERR_TYPE;
-  if (rc == MPI_SUCCESS) {
-    a->nt = (int)nd;
-    for (MPI_Count k = 0; k < ni; k++) a->I[k] = in[k];
-    for (MPI_Count k = 0; k < na; k++) a->A[k] = ad[k];
-  }
-  if (rc == MPI_SUCCESS && nc > 0) { /* large-count constructor: counts come in c */
-    MPI_Count n0 = c[0], k;
-    switch (a->comb) {
-      case MPI_COMBINER_HVECTOR: a->I[0] = c[0], a->I[1] = c[1], a->A[0] = c[2]; break;
-      case MPI_COMBINER_HINDEXED:
-      case MPI_COMBINER_STRUCT:
-        for (k = 0; k <= n0; k++) a->I[k] = c[k];
-        for (k = 0; k < n0; k++) a->A[k] = c[1 + n0 + k];
-        break;
-      case MPI_COMBINER_HINDEXED_BLOCK:
-        a->I[0] = c[0], a->I[1] = c[1];
-        for (k = 0; k < n0; k++) a->A[k] = c[2 + k];
-        break;
-      case MPI_COMBINER_SUBARRAY: /* ints: ndims, order; counts: sizes, subsizes, starts */
-        a->I[0] = in[0];
-        for (k = 0; k < nc; k++) a->I[1 + k] = c[k];
-        a->I[1 + nc] = in[1];
-        break;
-      case MPI_COMBINER_DARRAY: { /* ints: size, rank, ndims, distribs, dargs, psizes, order */
-        MPI_Count nd3 = in[2];
-        for (k = 0; k < nd3; k++) {
-          a->I[3 + k] = c[k];
-          a->I[3 + nd3 + k] = in[3 + k];
-          a->I[3 + 2 * nd3 + k] = in[3 + nd3 + k];
-          a->I[3 + 3 * nd3 + k] = in[3 + 2 * nd3 + k];
-        }
-        a->I[3 + 4 * nd3] = in[3 + 3 * nd3];
-        break;
-      }
-      case MPI_COMBINER_RESIZED: a->A[0] = c[0], a->A[1] = c[1]; break;
-      default: /* contiguous, vector, indexed, indexed_block */
-        for (k = 0; k < nc; k++) a->I[k] = c[k];
-    }
-  }
-  free(in);
-  free(ad);
-  free(c);
-  return rc;
 }
 
 static void walk(MPI_Datatype t, node *b);
@@ -209,204 +132,62 @@ static void leaf(MPI_Datatype t, node *b) {
   b->eextent = eoff;
 }
 
-/* Element blocks per dimension of a subarray or darray: block k of dimension d is elements
- * [start[k], start[k] + len[k]) of that dimension. */
-typedef struct dims {
-  MPI_Offset *start, *len;
-  MPI_Offset n;
-} dims;
-
-/* Emit the blocks of dimensions d.. (ord[0] slowest) at element index base. */
-static void nd_emit(node *b, const node *c, const dims *dm, const int *ord, int nd, const MPI_Offset *stride,
-                    int d, MPI_Offset base) {
-  const dims *x = &dm[ord[d]];
-  for (MPI_Offset k = 0; k < x->n && !b->err; k++) {
-    if (d == nd - 1) {
-      MPI_Offset i0 = base + x->start[k] * stride[d];
-      copies(b, c, i0 * c->nextent, i0 * c->eextent, x->len[k]);
-      continue;
-    }
-    for (MPI_Offset i = 0; i < x->len[k] && !b->err; i++)
-      nd_emit(b, c, dm, ord, nd, stride, d + 1, base + (x->start[k] + i) * stride[d]);
-  }
-}
-
-/* Subarray and darray: blocks over an array of sizes[] elements of c, C or Fortran order;
- * the result's bounds are the array's, scaled to external32. */
-static void nd_array(node *b, const node *c, int nd, const MPI_Offset *sizes, const dims *dm, int fortran) {
-  int *ord = malloc(sizeof(int) * (size_t)nd);
-  MPI_Offset *stride = malloc(sizeof(MPI_Offset) * (size_t)nd);
-  if (!ord || !stride) {
-    b->err = MPI_ERR_NO_MEM;
-  } else {
-    MPI_Offset s = 1;
-    for (int i = nd - 1; i >= 0; i--) {
-      ord[i] = fortran ? nd - 1 - i : i;
-      stride[i] = s;
-      s *= sizes[ord[i]];
-    }
-    nd_emit(b, c, dm, ord, nd, stride, 0, 0);
-  }
-  free(ord);
-  free(stride);
-}
-
-/* Room for maxn[i] blocks in dimension i (one block each when maxn is NULL). */
-static int dims_alloc(dims *dm, int nd, const MPI_Offset *maxn) {
-  for (int i = 0; i < nd; i++) {
-    size_t room = (size_t)(maxn ? maxn[i] : 1) + 1;
-    dm[i].n = 0;
-    dm[i].start = malloc(sizeof(MPI_Offset) * room);
-    dm[i].len = malloc(sizeof(MPI_Offset) * room);
-    if (!dm[i].start || !dm[i].len) return MPI_ERR_NO_MEM;
-  }
-  return MPI_SUCCESS;
-}
-
-static void dims_free(dims *dm, int nd) {
-  for (int i = 0; dm && i < nd; i++) {
-    free(dm[i].start);
-    free(dm[i].len);
-  }
-  free(dm);
-}
-
-static void subarray(node *b, const node *c, const MPI_Offset *I) {
-  int nd = (int)I[0];
-  const MPI_Offset *sizes = I + 1, *sub = I + 1 + nd, *st = I + 1 + 2 * nd;
-  dims *dm = calloc((size_t)nd, sizeof *dm);
-  int rc = dm ? dims_alloc(dm, nd, NULL) : MPI_ERR_NO_MEM;
-  for (int i = 0; rc == MPI_SUCCESS && i < nd; i++) {
-    dm[i].start[0] = st[i];
-    dm[i].len[0] = sub[i];
-    dm[i].n = 1;
-  }
-  if (rc == MPI_SUCCESS) nd_array(b, c, nd, sizes, dm, I[1 + 3 * nd] == MPI_ORDER_FORTRAN);
-  else b->err = rc;
-  dims_free(dm, nd);
-}
-
-static void darray(node *b, const node *c, const MPI_Offset *I) {
-  int rank = (int)I[1], nd = (int)I[2];
-  const MPI_Offset *gs = I + 3, *dist = I + 3 + nd, *darg = I + 3 + 2 * nd, *ps = I + 3 + 3 * nd;
-  dims *dm = calloc((size_t)nd, sizeof *dm);
-  MPI_Offset *maxn = malloc(sizeof(MPI_Offset) * (size_t)nd), *coord = malloc(sizeof(MPI_Offset) * (size_t)nd);
-  int rc = dm && maxn && coord ? MPI_SUCCESS : MPI_ERR_NO_MEM;
-  /* process coordinates: the grid is row-major whatever the array order */
-  for (int i = nd - 1, r = rank; rc == MPI_SUCCESS && i >= 0; i--) {
-    coord[i] = r % ps[i];
-    r /= (int)ps[i];
-  }
-  for (int i = 0; rc == MPI_SUCCESS && i < nd; i++) {
-    MPI_Offset bs = darg[i] == MPI_DISTRIBUTE_DFLT_DARG || darg[i] < 1 ? 1 : darg[i];
-    maxn[i] = dist[i] == MPI_DISTRIBUTE_CYCLIC ? gs[i] / bs + 1 : 1;
-  }
-  if (rc == MPI_SUCCESS) rc = dims_alloc(dm, nd, maxn);
-  for (int i = 0; rc == MPI_SUCCESS && i < nd; i++) {
-    dims *x = &dm[i];
-    if (dist[i] == MPI_DISTRIBUTE_NONE) {
-      x->start[0] = 0, x->len[0] = gs[i], x->n = 1;
-    } else if (dist[i] == MPI_DISTRIBUTE_BLOCK) {
-      MPI_Offset bs = darg[i] == MPI_DISTRIBUTE_DFLT_DARG ? (gs[i] + ps[i] - 1) / ps[i] : darg[i];
-      MPI_Offset s = coord[i] * bs, e = PARIO_MIN(gs[i], s + bs);
-      x->start[0] = s, x->len[0] = e > s ? e - s : 0, x->n = 1;
-    } else if (dist[i] == MPI_DISTRIBUTE_CYCLIC) {
-      MPI_Offset bs = darg[i] == MPI_DISTRIBUTE_DFLT_DARG ? 1 : darg[i];
-      for (MPI_Offset s = coord[i] * bs; s < gs[i]; s += bs * ps[i]) {
-        x->start[x->n] = s;
-        x->len[x->n++] = PARIO_MIN(bs, gs[i] - s);
-      }
-    } else {
-      rc = MPI_ERR_TYPE;
-    }
-  }
-  if (rc == MPI_SUCCESS) nd_array(b, c, nd, gs, dm, I[3 + 4 * nd] == MPI_ORDER_FORTRAN);
-  else b->err = rc;
-  free(maxn);
-  free(coord);
-  dims_free(dm, nd);
-}
-
 static void node_free(node *c) { free(c->r); }
 
-static void derived(const args *a, node *b) {
-  const MPI_Offset *I = a->I, *A = a->A;
+/* The old type of the blocks being laid out, walked when a block names another (a struct's
+ * members, one after the other). */
+typedef struct layout {
+  node *b;
+  const pario_decoded *d;
   node c;
-  int nchild = a->comb == MPI_COMBINER_STRUCT ? 0 : 1;
-  memset(&c, 0, sizeof c);
-  c.sz = b->sz;
-  if (nchild) {
-    walk(a->T[0], &c);
-    if (c.err) {
-      b->err = c.err;
-      node_free(&c);
-      return;
-    }
+  int ci; /* the index of c's type in d->types, -1 before the first */
+} layout;
+
+static int child(layout *l, int i) {
+  if (i == l->ci) return MPI_SUCCESS;
+  node_free(&l->c);
+  memset(&l->c, 0, sizeof l->c);
+  l->c.sz = l->b->sz;
+  l->ci = i;
+  walk(l->d->types[i], &l->c);
+  return l->c.err;
+}
+
+/* A block of the decoder: its copies in both layouts, displacements in extents scaled by the
+ * old type's native and external32 extents, those in bytes taken as they are. */
+static int on_block(const pario_block *k, void *ctx) {
+  layout *l = ctx;
+  node *b = l->b;
+  if ((b->err = child(l, k->child)) != MPI_SUCCESS) return b->err;
+  copies(b, &l->c, k->units * l->c.nextent + k->bytes, k->units * l->c.eextent + k->bytes, k->count);
+  return b->err;
+}
+
+static void derived(const pario_decoded *d, node *b) {
+  layout l = {b, d, {0}, -1};
+  /* the first old type is walked even when no block copies it: its errors are the type's */
+  if (d->nd > 0) b->err = child(&l, 0);
+  if (!b->err) {
+    int rc = pario_type_blocks(d, on_block, &l);
+    if (!b->err) b->err = rc;
   }
-  MPI_Offset n = a->comb == MPI_COMBINER_DUP || a->comb == MPI_COMBINER_RESIZED ? 0 : I[0];
-  switch (a->comb) {
-    case MPI_COMBINER_DUP:
-      copies(b, &c, 0, 0, 1);
-      break;
-    case MPI_COMBINER_RESIZED: /* bounds in bytes, as given */
-      copies(b, &c, 0, 0, 1);
-      b->bounded = 1, b->elo = A[0], b->ehi = A[0] + A[1];
-      break;
-    case MPI_COMBINER_CONTIGUOUS:
-      copies(b, &c, 0, 0, n);
-      break;
-    case MPI_COMBINER_VECTOR: /* count, blocklength, stride in extents */
-      for (MPI_Offset i = 0; i < n; i++) copies(b, &c, i * I[2] * c.nextent, i * I[2] * c.eextent, I[1]);
-      break;
-    case MPI_COMBINER_HVECTOR: /* stride in bytes */
-      for (MPI_Offset i = 0; i < n; i++) copies(b, &c, i * A[0], i * A[0], I[1]);
-      break;
-    case MPI_COMBINER_INDEXED: /* count, blocklengths[], displacements[] in extents */
-      for (MPI_Offset i = 0; i < n; i++) copies(b, &c, I[1 + n + i] * c.nextent, I[1 + n + i] * c.eextent, I[1 + i]);
-      break;
-    case MPI_COMBINER_HINDEXED:
-      for (MPI_Offset i = 0; i < n; i++) copies(b, &c, A[i], A[i], I[1 + i]);
-      break;
-    case MPI_COMBINER_INDEXED_BLOCK: /* count, blocklength, displacements[] in extents */
-      for (MPI_Offset i = 0; i < n; i++) copies(b, &c, I[2 + i] * c.nextent, I[2 + i] * c.eextent, I[1]);
-      break;
-    case MPI_COMBINER_HINDEXED_BLOCK:
-      for (MPI_Offset i = 0; i < n; i++) copies(b, &c, A[i], A[i], I[1]);
-      break;
-    case MPI_COMBINER_STRUCT: /* count, blocklengths[] | displacements[] in bytes | types[] */
-      for (MPI_Offset i = 0; i < n && !b->err; i++) {
-        node s;
-        memset(&s, 0, sizeof s);
-        s.sz = b->sz;
-        walk(a->T[i], &s);
-        if (s.err) b->err = s.err;
-        else copies(b, &s, A[i], A[i], I[1 + i]);
-        node_free(&s);
-      }
-      break;
-    case MPI_COMBINER_SUBARRAY:
-      subarray(b, &c, I);
-      break;
-    case MPI_COMBINER_DARRAY:
-      darray(b, &c, I);
-      break;
-    default:
-      b->err = MPI_ERR_TYPE;
-  }
-  if (!b->err && (a->comb == MPI_COMBINER_SUBARRAY || a->comb == MPI_COMBINER_DARRAY)) {
+  const node *c = &l.c;
+  if (!b->err && d->comb == MPI_COMBINER_RESIZED) /* bounds in bytes, as given */
+    b->bounded = 1, b->elo = d->addrs[0], b->ehi = d->addrs[0] + d->addrs[1];
+  if (!b->err && (d->comb == MPI_COMBINER_SUBARRAY || d->comb == MPI_COMBINER_DARRAY)) {
     /* The array's bounds, a whole number of old-type extents: scale them. */
-    if (c.nextent == 0 || b->nlb % c.nextent || b->nextent % c.nextent) {
+    if (c->nextent == 0 || b->nlb % c->nextent || b->nextent % c->nextent) {
       b->err = MPI_ERR_TYPE;
     } else {
       b->bounded = 1;
-      b->elo = b->nlb / c.nextent * c.eextent;
-      b->ehi = b->elo + b->nextent / c.nextent * c.eextent;
+      b->elo = b->nlb / c->nextent * c->eextent;
+      b->ehi = b->elo + b->nextent / c->nextent * c->eextent;
     }
   }
-  if (a->comb == MPI_COMBINER_DUP) b->bounded = 1, b->elo = c.elb, b->ehi = c.elb + c.eextent;
+  if (d->comb == MPI_COMBINER_DUP) b->bounded = 1, b->elo = c->elb, b->ehi = c->elb + c->eextent;
   b->elb = b->bounded ? b->elo : 0;
   b->eextent = b->bounded ? b->ehi - b->elo : 0;
-  node_free(&c);
+  node_free(&l.c);
 }
 
 static void walk(MPI_Datatype t, node *b) {
@@ -417,12 +198,12 @@ static void walk(MPI_Datatype t, node *b) {
   }
   b->nlb = lb;
   b->nextent = extent;
-  args a;
-  int rc = args_get(t, &a);
+  pario_decoded d;
+  int rc = pario_type_decode(t, &d);
   if (rc != MPI_SUCCESS) b->err = rc;
-  else if (a.comb == MPI_COMBINER_NAMED || pario_ext32_is_f90(a.comb)) leaf(t, b);
-  else derived(&a, b);
-  args_free(&a);
+  else if (pario_comb_is_leaf(d.comb)) leaf(t, b);
+  else derived(&d, b);
+  pario_decoded_free(&d);
 }
 
 void pario_ext32_map_free(pario_ext32_map *m) {

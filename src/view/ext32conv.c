@@ -377,12 +377,16 @@ static int int_bytes(const unsigned char *src, int ss, int src_be, unsigned char
 #undef SB
 }
 
-static size_t int_encode(const unsigned char *s, unsigned char *d, size_t n, int ns, int es, int sgn) {
+/* n integers of ss bytes at s to ds bytes each at d: native to big-endian (to_be) or back.
+ * Returns how many values did not fit. Inlined with to_be constant: a loop per direction. */
+static inline __attribute__((always_inline)) size_t int_convert(const unsigned char *s, int ss, unsigned char *d,
+                                                                int ds, size_t n, int sgn, int to_be) {
   size_t bad = 0;
+  int ns = to_be ? ss : ds, es = to_be ? ds : ss;
   if (ns == es) {
     swap_n(s, d, n, ns);
-  } else if (ns == 8 && es == 4) { /* MPI_LONG on LP64 hosts: fits when the top 33 (signed)
-                                     * or 32 (unsigned) bits are all equal to the sign / zero */
+  } else if (to_be && ns == 8 && es == 4) { /* MPI_LONG on LP64 hosts: fits when the top 33
+                                              * (signed) or 32 (unsigned) bits equal the sign */
     uint64_t bias = sgn ? (uint64_t)1 << 31 : 0;
     for (size_t i = 0; i < n; i++) {
       uint64_t v;
@@ -392,23 +396,7 @@ static size_t int_encode(const unsigned char *s, unsigned char *d, size_t n, int
       if (HOST_LE) w = __builtin_bswap32(w);
       memcpy(d + 4 * i, &w, 4);
     }
-  } else if (word(ns) && es <= 8) {
-    for (size_t i = 0; i < n; i++, s += ns, d += es) {
-      uint64_t v = load_native(s, ns, sgn);
-      bad += !fits(v, es, sgn);
-      store_be(d, es, v);
-    }
-  } else {
-    for (size_t i = 0; i < n; i++, s += ns, d += es) bad += (size_t)int_bytes(s, ns, 0, d, es, 1, sgn);
-  }
-  return bad;
-}
-
-static size_t int_decode(const unsigned char *s, unsigned char *d, size_t n, int es, int ns, int sgn) {
-  size_t bad = 0;
-  if (ns == es) {
-    swap_n(s, d, n, ns);
-  } else if (ns == 8 && es == 4) {
+  } else if (!to_be && ns == 8 && es == 4) { /* and back: always fits */
     for (size_t i = 0; i < n; i++, s += 4, d += 8) {
       uint32_t w;
       memcpy(&w, s, 4);
@@ -417,13 +405,13 @@ static size_t int_decode(const unsigned char *s, unsigned char *d, size_t n, int
       memcpy(d, &v, 8);
     }
   } else if (word(ns) && es <= 8) {
-    for (size_t i = 0; i < n; i++, s += es, d += ns) {
-      uint64_t v = load_be(s, es, sgn);
-      bad += !fits(v, ns, sgn);
-      store_native(d, ns, v);
+    for (size_t i = 0; i < n; i++, s += ss, d += ds) {
+      uint64_t v = to_be ? load_native(s, ss, sgn) : load_be(s, ss, sgn);
+      bad += !fits(v, ds, sgn);
+      if (to_be) store_be(d, ds, v); else store_native(d, ds, v);
     }
   } else {
-    for (size_t i = 0; i < n; i++, s += es, d += ns) bad += (size_t)int_bytes(s, es, 1, d, ns, 0, sgn);
+    for (size_t i = 0; i < n; i++, s += ss, d += ds) bad += (size_t)int_bytes(s, ss, !to_be, d, ds, to_be, sgn);
   }
   return bad;
 }
@@ -511,34 +499,33 @@ static void quad_to_x87(const unsigned char *s, unsigned char *d) {
 
 /* ---- count items of one basic type ---- */
 
-size_t pario_ext32_encode_items(const pario_ext32_conv *cv, const unsigned char *s, unsigned char *d, size_t items) {
+/* count items: native to external32 (enc) or back (inlined: enc is constant). */
+static inline __attribute__((always_inline)) size_t items_convert(const pario_ext32_conv *cv, const unsigned char *s,
+                                                                  unsigned char *d, size_t items, int enc) {
   size_t n = items * cv->nper;
+  int ss = enc ? cv->nsize : cv->esize, ds = enc ? cv->esize : cv->nsize;
   switch (cv->kind) {
     case K_COPY: memcpy(d, s, n * cv->nsize); return 0;
     case K_FLOAT: swap_n(s, d, n, cv->nsize); return 0;
-    case K_INT: return int_encode(s, d, n, cv->nsize, cv->esize, 1);
-    case K_UINT: return int_encode(s, d, n, cv->nsize, cv->esize, 0);
-    case K_BOOL: bool_convert(s, cv->nsize, d, cv->esize, n, 1); return 0;
+    case K_INT: return int_convert(s, ss, d, ds, n, 1, enc);
+    case K_UINT: return int_convert(s, ss, d, ds, n, 0, enc);
+    case K_BOOL: bool_convert(s, ss, d, ds, n, enc); return 0;
     case K_X87:
-      for (size_t i = 0; i < n; i++) x87_to_quad(s + i * cv->nsize, d + i * 16);
+      for (size_t i = 0; i < n; i++) {
+        if (enc) x87_to_quad(s + i * (size_t)ss, d + i * (size_t)ds);
+        else quad_to_x87(s + i * (size_t)ss, d + i * (size_t)ds);
+      }
       return 0;
     default: return 0;
   }
 }
 
+size_t pario_ext32_encode_items(const pario_ext32_conv *cv, const unsigned char *s, unsigned char *d, size_t items) {
+  return items_convert(cv, s, d, items, 1);
+}
+
 size_t pario_ext32_decode_items(const pario_ext32_conv *cv, const unsigned char *s, unsigned char *d, size_t items) {
-  size_t n = items * cv->nper;
-  switch (cv->kind) {
-    case K_COPY: memcpy(d, s, n * cv->nsize); return 0;
-    case K_FLOAT: swap_n(s, d, n, cv->nsize); return 0;
-    case K_INT: return int_decode(s, d, n, cv->esize, cv->nsize, 1);
-    case K_UINT: return int_decode(s, d, n, cv->esize, cv->nsize, 0);
-    case K_BOOL: bool_convert(s, cv->esize, d, cv->nsize, n, 0); return 0;
-    case K_X87:
-      for (size_t i = 0; i < n; i++) quad_to_x87(s + i * 16, d + i * cv->nsize);
-      return 0;
-    default: return 0;
-  }
+  return items_convert(cv, s, d, items, 0);
 }
 
 static int convert_named(MPI_Datatype t, const void *from, void *to, size_t count, size_t *narrowed, int enc) {

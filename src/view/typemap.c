@@ -1,5 +1,6 @@
-/* Datatype flattening: decode any datatype with MPI_Type_get_envelope/get_contents into
- * (offset, length) runs in typemap order, and cache the result on the datatype. */
+/* Datatype flattening: any datatype into (offset, length) runs in typemap order, built on the
+ * blocks of typewalk.c's decoder over the old types' cached maps, and the cache on the
+ * datatype. */
 #include "trace/trace.h"
 #include "view/typemap.h"
 #include "view/datarep.h"
@@ -54,12 +55,12 @@ struct p_di { double a; int b; };
 struct p_li { long a; int b; };
 struct p_ldi { long double a; int b; };
 
-static int pair_runs(MPI_Datatype t, runbuf *b, MPI_Offset base) {
-#define PAIR(T, S)                                                    \
-  if (t == T) {                                                       \
-    emit(b, base + (MPI_Offset)offsetof(S, a), sizeof(((S *)0)->a)); \
-    emit(b, base + (MPI_Offset)offsetof(S, b), sizeof(int));          \
-    return 1;                                                         \
+static int pair_runs(MPI_Datatype t, runbuf *b) {
+#define PAIR(T, S)                                            \
+  if (t == T) {                                               \
+    emit(b, (MPI_Offset)offsetof(S, a), sizeof(((S *)0)->a)); \
+    emit(b, (MPI_Offset)offsetof(S, b), sizeof(int));         \
+    return 1;                                                 \
   }
   PAIR(MPI_SHORT_INT, struct p_si)
   PAIR(MPI_FLOAT_INT, struct p_fi)
@@ -70,341 +71,53 @@ static int pair_runs(MPI_Datatype t, runbuf *b, MPI_Offset base) {
   return 0;
 }
 
-static int flatten_named(MPI_Datatype t, MPI_Offset base, runbuf *b) {
+static int flatten_named(MPI_Datatype t, runbuf *b) {
   MPI_Count size, lb, extent;
   PMPI_Type_size_x(t, &size);
   PMPI_Type_get_extent_x(t, &lb, &extent);
-  if (size != extent && pair_runs(t, b, base)) return MPI_SUCCESS;
-  emit(b, base + lb, size);
+  if (size != extent && pair_runs(t, b)) return MPI_SUCCESS;
+  emit(b, lb, size);
   return MPI_SUCCESS;
 }
 
-/* ---- derived types ---- */
-
-int pario_type_combiner(MPI_Datatype type) {
-  int comb;
-  MPI_Count ni, na, nc, nd;
-  if (type == MPI_DATATYPE_NULL) return -1;
-  if (pario_type_envelope(type, &ni, &na, &nc, &nd, &comb) != MPI_SUCCESS) return -1;
-  return comb;
-}
-
-int pario_type_is_named(MPI_Datatype type) { return pario_type_combiner(type) == MPI_COMBINER_NAMED; }
+/* ---- derived types: the copies of their old types' maps, block by block (typewalk.h) ---- */
 
 static int child_map(MPI_Datatype t, const pario_typemap **out) { return pario_typemap_get(t, out); }
 
-/* A datatype's constructor arguments in the layout of the MPI-3 (int) constructors, with
- * every integer widened, so types built with MPI-4 large-count constructors decode alike. */
-typedef struct decoded {
-  int comb, ni, na, nd;
-  MPI_Offset *ints;
-  MPI_Offset *addrs;
-  MPI_Datatype *types;
-} decoded;
+typedef struct walk {
+  runbuf *b;
+  const pario_typemap **maps; /* the old types' maps, by the decoded types' index */
+} walk;
 
-static int decoded_alloc(decoded *d, long ni, long na, long nd) {
-  d->ni = (int)ni;
-  d->na = (int)na;
-  d->nd = (int)nd;
-  d->ints = malloc(sizeof(MPI_Offset) * (size_t)(ni + 1));
-  d->addrs = malloc(sizeof(MPI_Offset) * (size_t)(na + 1));
-  d->types = malloc(sizeof(MPI_Datatype) * (size_t)(nd + 1));
-  return d->ints && d->addrs && d->types ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+static int on_block(const pario_block *k, void *ctx) {
+  walk *w = ctx;
+  const pario_typemap *c = w->maps[k->child];
+  emit_copies(w->b, c, k->units * c->extent + k->bytes, k->count, c->extent);
+  return w->b->err;
 }
 
-/* Large-count constructors return their counts (and byte displacements) in large_counts:
- * put each back where the int constructor keeps it. in: ints, addrs; c: large counts. */
-static void normalize(decoded *d, const int *in, MPI_Count ni, const MPI_Aint *ad, MPI_Count na,
-                      const MPI_Count *c, MPI_Count nc) {
-  MPI_Count k = 0, count = nc ? c[0] : 0;
-  switch (d->comb) {
-    case MPI_COMBINER_HVECTOR: /* count, blocklength | stride */
-      d->ints[0] = c[0], d->ints[1] = c[1], d->addrs[0] = c[2];
-      return;
-    case MPI_COMBINER_HINDEXED:
-    case MPI_COMBINER_STRUCT: /* count, blocklengths[] | displacements[] */
-      for (k = 0; k <= count; k++) d->ints[k] = c[k];
-      for (k = 0; k < count; k++) d->addrs[k] = c[1 + count + k];
-      return;
-    case MPI_COMBINER_HINDEXED_BLOCK: /* count, blocklength | displacements[] */
-      d->ints[0] = c[0], d->ints[1] = c[1];
-      for (k = 0; k < count; k++) d->addrs[k] = c[2 + k];
-      return;
-    case MPI_COMBINER_SUBARRAY: { /* ndims, [sizes, subsizes, starts], order */
-      d->ints[0] = in[0];
-      for (k = 0; k < nc; k++) d->ints[1 + k] = c[k];
-      d->ints[1 + nc] = in[1];
-      return;
-    }
-    case MPI_COMBINER_DARRAY: { /* size, rank, ndims, [gsizes], distribs, dargs, psizes, order */
-      MPI_Count nd = in[2];
-      d->ints[0] = in[0], d->ints[1] = in[1], d->ints[2] = nd;
-      for (k = 0; k < nd; k++) {
-        d->ints[3 + k] = c[k];                         /* gsizes: the only large counts */
-        d->ints[3 + nd + k] = in[3 + k];               /* distribs */
-        d->ints[3 + 2 * nd + k] = in[3 + nd + k];      /* dargs */
-        d->ints[3 + 3 * nd + k] = in[3 + 2 * nd + k];  /* psizes */
-      }
-      d->ints[3 + 4 * nd] = in[3 + 3 * nd];            /* order */
-      return;
-    }
-    case MPI_COMBINER_RESIZED:
-      d->addrs[0] = c[0], d->addrs[1] = c[1];
-      return;
-    default: /* contiguous, vector, indexed, indexed_block: the same layout, widened */
-      for (k = 0; k < nc; k++) d->ints[k] = c[k];
-      (void)ni, (void)ad, (void)na;
-  }
-}
+static int flatten(MPI_Datatype t, runbuf *b);
 
-static int decode(MPI_Datatype t, decoded *d) {
-  MPI_Count ni, na, nc, nd;
-  memset(d, 0, sizeof *d);
-  if (pario_type_envelope(t, &ni, &na, &nc, &nd, &d->comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
-  if (d->comb == MPI_COMBINER_NAMED) return MPI_SUCCESS;
-  int *in = malloc(sizeof(int) * (size_t)(ni + 1));
-  MPI_Aint *ad = malloc(sizeof(MPI_Aint) * (size_t)(na + 1));
-  MPI_Count *c = malloc(sizeof(MPI_Count) * (size_t)(nc + 1));
-  /* the int layout never has more entries than ints + large counts (+ addresses) */
-  int rc = in && ad && c ? decoded_alloc(d, ni + nc + 1, na + nc + 2, nd) : MPI_ERR_NO_MEM;
-  if (rc == MPI_SUCCESS && pario_type_contents(t, ni, na, nc, nd, in, ad, c, d->types) != MPI_SUCCESS)
-    rc = MPI_ERR_TYPE;
-  if (rc == MPI_SUCCESS && nc > 0) {
-    normalize(d, in, ni, ad, na, c, nc);
-  } else if (rc == MPI_SUCCESS) {
-    for (MPI_Count k = 0; k < ni; k++) d->ints[k] = in[k];
-    for (MPI_Count k = 0; k < na; k++) d->addrs[k] = ad[k];
-  }
-  if (rc != MPI_SUCCESS) d->nd = 0; /* nothing to free in types */
-  free(in);
-  free(ad);
-  free(c);
-  return rc;
-}
-
-static void decoded_free(decoded *d) {
-  for (int i = 0; d->types && i < d->nd; i++)
-    if (!pario_type_is_named(d->types[i])) PMPI_Type_free(&d->types[i]);
-  free(d->ints);
-  free(d->addrs);
-  free(d->types);
-}
-
-/* Blocks of a multi-dimensional array access: per dimension a list of (start, length). */
-typedef struct dimblocks {
-  MPI_Offset *start, *len;
-  int n;
-} dimblocks;
-
-static void emit_array(runbuf *b, const pario_typemap *old, MPI_Offset base, int d, int ndims,
-                       const dimblocks *blk, const MPI_Offset *stride) {
-  for (int k = 0; k < blk[d].n && !b->err; k++) {
-    if (d == ndims - 1) {
-      emit_copies(b, old, base + blk[d].start[k] * stride[d], blk[d].len[k], stride[d]);
-      continue;
-    }
-    for (MPI_Offset i = 0; i < blk[d].len[k]; i++)
-      emit_array(b, old, base + (blk[d].start[k] + i) * stride[d], d + 1, ndims, blk, stride);
-  }
-}
-
-/* Lay out blocks over an array of dims sizes; fortran: first dimension fastest. */
-static int emit_nd(runbuf *b, MPI_Datatype oldtype, MPI_Offset base, int ndims, const MPI_Offset *sizes,
-                   dimblocks *blk, int fortran) {
-  const pario_typemap *old;
-  int rc = child_map(oldtype, &old);
-  if (rc != MPI_SUCCESS || ndims <= 0) return rc;
-  MPI_Offset *stride = malloc(sizeof(MPI_Offset) * (size_t)ndims);
-  dimblocks *ord = malloc(sizeof(dimblocks) * (size_t)ndims);
-  if (!stride || !ord) { free(stride); free(ord); return MPI_ERR_NO_MEM; }
-  /* Reorder so that index 0 is the slowest dimension. */
-  for (int i = 0; i < ndims; i++) ord[i] = blk[fortran ? ndims - 1 - i : i];
-  MPI_Offset s = old->extent;
-  for (int i = ndims - 1; i >= 0; i--) {
-    stride[i] = s;
-    s *= sizes[fortran ? ndims - 1 - i : i];
-  }
-  emit_array(b, old, base, 0, ndims, ord, stride);
-  free(stride);
-  free(ord);
-  return MPI_SUCCESS;
-}
-
-static int dimblocks_alloc(dimblocks *blk, int ndims, const int *maxblocks) {
-  for (int i = 0; i < ndims; i++) {
-    blk[i].n = 0;
-    blk[i].start = malloc(sizeof(MPI_Offset) * (size_t)(maxblocks[i] + 1));
-    blk[i].len = malloc(sizeof(MPI_Offset) * (size_t)(maxblocks[i] + 1));
-    if (!blk[i].start || !blk[i].len) return MPI_ERR_NO_MEM;
-  }
-  return MPI_SUCCESS;
-}
-
-static void dimblocks_free(dimblocks *blk, int ndims) {
-  for (int i = 0; i < ndims; i++) {
-    free(blk[i].start);
-    free(blk[i].len);
-  }
-  free(blk);
-}
-
-static int flatten_subarray(const decoded *d, MPI_Offset base, runbuf *b) {
-  int nd = (int)d->ints[0];
-  const MPI_Offset *sizes = d->ints + 1, *subsizes = d->ints + 1 + nd, *starts = d->ints + 1 + 2 * nd;
-  int order = (int)d->ints[1 + 3 * nd];
-  dimblocks *blk = calloc((size_t)nd, sizeof *blk);
-  int *one = calloc((size_t)nd, sizeof(int));
-  if (!blk || !one) {
-    free(blk);
-    free(one);
-    return MPI_ERR_NO_MEM;
-  }
-  for (int i = 0; i < nd; i++) one[i] = 1;
-  int rc = dimblocks_alloc(blk, nd, one);
-  for (int i = 0; rc == MPI_SUCCESS && i < nd; i++) {
-    blk[i].start[0] = starts[i];
-    blk[i].len[0] = subsizes[i];
-    blk[i].n = 1;
-  }
-  if (rc == MPI_SUCCESS) rc = emit_nd(b, d->types[0], base, nd, sizes, blk, order == MPI_ORDER_FORTRAN);
-  free(one);
-  dimblocks_free(blk, nd);
-  return rc;
-}
-
-/* The index blocks of one darray dimension owned by process coordinate c. */
-static int darray_dim(dimblocks *blk, MPI_Offset gsize, MPI_Offset distrib, MPI_Offset darg, MPI_Offset psize,
-                      MPI_Offset c) {
-  if (distrib == MPI_DISTRIBUTE_NONE) {
-    blk->start[0] = 0;
-    blk->len[0] = gsize;
-    blk->n = 1;
-  } else if (distrib == MPI_DISTRIBUTE_BLOCK) {
-    MPI_Offset bs = darg == MPI_DISTRIBUTE_DFLT_DARG ? (gsize + psize - 1) / psize : darg;
-    MPI_Offset s = c * bs, e = PARIO_MIN((MPI_Offset)gsize, s + bs);
-    blk->start[0] = s;
-    blk->len[0] = e > s ? e - s : 0;
-    blk->n = 1;
-  } else if (distrib == MPI_DISTRIBUTE_CYCLIC) {
-    MPI_Offset bs = darg == MPI_DISTRIBUTE_DFLT_DARG ? 1 : darg;
-    blk->n = 0;
-    for (MPI_Offset s = c * bs; s < gsize; s += bs * psize) {
-      blk->start[blk->n] = s;
-      blk->len[blk->n] = PARIO_MIN(bs, gsize - s);
-      blk->n++;
-    }
-  } else {
-    return MPI_ERR_TYPE;
-  }
-  return MPI_SUCCESS;
-}
-
-static int flatten_darray(const decoded *d, MPI_Offset base, runbuf *b) {
-  int rank = (int)d->ints[1], nd = (int)d->ints[2];
-  const MPI_Offset *gsizes = d->ints + 3, *distribs = d->ints + 3 + nd, *dargs = d->ints + 3 + 2 * nd,
-                   *psizes = d->ints + 3 + 3 * nd;
-  int order = (int)d->ints[3 + 4 * nd];
-  dimblocks *blk = calloc((size_t)nd, sizeof *blk);
-  int *maxb = malloc(sizeof(int) * (size_t)nd), *coord = malloc(sizeof(int) * (size_t)nd);
-  int rc = (blk && maxb && coord) ? MPI_SUCCESS : MPI_ERR_NO_MEM;
-  /* The process grid is row-major whatever the array order. */
-  for (int i = nd - 1, r = rank; rc == MPI_SUCCESS && i >= 0; i--) {
-    coord[i] = r % psizes[i];
-    r /= psizes[i];
-  }
-  for (int i = 0; rc == MPI_SUCCESS && i < nd; i++) {
-    MPI_Offset bs = dargs[i] == MPI_DISTRIBUTE_DFLT_DARG || dargs[i] < 1 ? 1 : dargs[i];
-    maxb[i] = distribs[i] == MPI_DISTRIBUTE_CYCLIC ? (int)(gsizes[i] / bs + 1) : 1;
-  }
-  if (rc == MPI_SUCCESS) rc = dimblocks_alloc(blk, nd, maxb);
-  for (int i = 0; rc == MPI_SUCCESS && i < nd; i++)
-    rc = darray_dim(&blk[i], gsizes[i], distribs[i], dargs[i], psizes[i], coord[i]);
-  if (rc == MPI_SUCCESS) rc = emit_nd(b, d->types[0], base, nd, gsizes, blk, order == MPI_ORDER_FORTRAN);
-  free(maxb);
-  free(coord);
-  if (blk) dimblocks_free(blk, nd);
-  return rc;
-}
-
-/* count blocks of bl[i] copies of type at disp[i] (disp in bytes). */
-static int emit_blocks(runbuf *b, MPI_Datatype type, MPI_Offset base, MPI_Offset count, const MPI_Offset *bl,
-                       int bl_stride, const MPI_Offset *disp) {
-  const pario_typemap *c;
-  int rc = child_map(type, &c);
-  if (rc != MPI_SUCCESS) return rc;
-  for (MPI_Offset i = 0; i < count && !b->err; i++) emit_copies(b, c, base + disp[i], bl[i * bl_stride], c->extent);
-  return MPI_SUCCESS;
-}
-
-static int flatten_blocks(const decoded *d, MPI_Offset base, runbuf *b) {
-  const pario_typemap *old;
-  int rc = child_map(d->types[0], &old);
-  if (rc != MPI_SUCCESS) return rc;
-  MPI_Offset count = d->ints[0];
-  MPI_Offset *disp = malloc(sizeof(MPI_Offset) * (size_t)(count + 1));
-  if (!disp) return MPI_ERR_NO_MEM;
-  const MPI_Offset *bl = d->ints + 1;
-  int bls = 1;
-  for (MPI_Offset i = 0; i < count; i++) {
-    switch (d->comb) {
-      case MPI_COMBINER_VECTOR: disp[i] = (MPI_Offset)i * d->ints[2] * old->extent; bl = d->ints + 1; bls = 0; break;
-      case MPI_COMBINER_HVECTOR: disp[i] = (MPI_Offset)i * d->addrs[0]; bl = d->ints + 1; bls = 0; break;
-      case MPI_COMBINER_INDEXED: disp[i] = (MPI_Offset)d->ints[1 + count + i] * old->extent; break;
-      case MPI_COMBINER_HINDEXED: disp[i] = d->addrs[i]; break;
-      case MPI_COMBINER_INDEXED_BLOCK: disp[i] = (MPI_Offset)d->ints[2 + i] * old->extent; bls = 0; break;
-      case MPI_COMBINER_HINDEXED_BLOCK: disp[i] = d->addrs[i]; bls = 0; break;
-      default: break;
-    }
-  }
-  rc = emit_blocks(b, d->types[0], base, count, bl, bls, disp);
-  free(disp);
-  return rc;
-}
-
-static int flatten(MPI_Datatype t, MPI_Offset base, runbuf *b);
-
-static int flatten_struct(const decoded *d, MPI_Offset base, runbuf *b) {
-  MPI_Offset count = d->ints[0];
+static int flatten_derived(const pario_decoded *d, runbuf *b) {
+  /* dup and resized are one copy of the old type at 0: its runs go straight in, with no map of
+   * it cached beside this type's (a resized filetype's map is not kept twice) */
+  if (d->comb == MPI_COMBINER_DUP || d->comb == MPI_COMBINER_RESIZED) return flatten(d->types[0], b);
+  const pario_typemap **maps = malloc(sizeof *maps * (size_t)(d->nd + 1));
+  if (!maps) return MPI_ERR_NO_MEM;
   int rc = MPI_SUCCESS;
-  for (MPI_Offset i = 0; i < count && rc == MPI_SUCCESS; i++) {
-    MPI_Offset disp = d->addrs[i];
-    rc = emit_blocks(b, d->types[i], base, 1, d->ints + 1 + i, 1, &disp);
-  }
+  for (int i = 0; i < d->nd && rc == MPI_SUCCESS; i++) rc = child_map(d->types[i], &maps[i]);
+  walk w = {b, maps};
+  if (rc == MPI_SUCCESS) rc = pario_type_blocks(d, on_block, &w);
+  free(maps);
   return rc;
 }
 
-static int flatten_decoded(MPI_Datatype t, const decoded *d, MPI_Offset base, runbuf *b) {
-  switch (d->comb) {
-    case MPI_COMBINER_DUP:
-    case MPI_COMBINER_RESIZED: return flatten(d->types[0], base, b);
-    case MPI_COMBINER_CONTIGUOUS: {
-      const pario_typemap *c;
-      int rc = child_map(d->types[0], &c);
-      if (rc == MPI_SUCCESS) emit_copies(b, c, base, d->ints[0], c->extent);
-      return rc;
-    }
-    case MPI_COMBINER_VECTOR:
-    case MPI_COMBINER_HVECTOR:
-    case MPI_COMBINER_INDEXED:
-    case MPI_COMBINER_HINDEXED:
-    case MPI_COMBINER_INDEXED_BLOCK:
-    case MPI_COMBINER_HINDEXED_BLOCK: return flatten_blocks(d, base, b);
-    case MPI_COMBINER_STRUCT: return flatten_struct(d, base, b);
-    case MPI_COMBINER_SUBARRAY: return flatten_subarray(d, base, b);
-    case MPI_COMBINER_DARRAY: return flatten_darray(d, base, b);
-    case MPI_COMBINER_F90_REAL:
-    case MPI_COMBINER_F90_COMPLEX:
-    case MPI_COMBINER_F90_INTEGER: return flatten_named(t, base, b);
-    default: return MPI_ERR_TYPE;
-  }
-}
-
-static int flatten(MPI_Datatype t, MPI_Offset base, runbuf *b) {
-  decoded d;
-  int rc = decode(t, &d);
+static int flatten(MPI_Datatype t, runbuf *b) {
+  pario_decoded d;
+  int rc = pario_type_decode(t, &d);
   if (rc == MPI_SUCCESS)
-    rc = d.comb == MPI_COMBINER_NAMED ? flatten_named(t, base, b) : flatten_decoded(t, &d, base, b);
-  decoded_free(&d);
+    rc = pario_comb_is_leaf(d.comb) ? flatten_named(t, b) : flatten_derived(&d, b);
+  pario_decoded_free(&d);
   return rc != MPI_SUCCESS ? rc : b->err;
 }
 
@@ -441,7 +154,7 @@ static int finish(MPI_Datatype t, runbuf *b, pario_typemap **out) {
 int pario_typemap_build(MPI_Datatype type, pario_typemap **out) {
   runbuf b = {0};
   if (type == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
-  int rc = flatten(type, 0, &b);
+  int rc = flatten(type, &b);
   if (rc != MPI_SUCCESS) {
     free(b.r);
     return rc;

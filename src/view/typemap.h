@@ -7,6 +7,8 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "view/typewalk.h" /* pario_type_combiner, pario_type_is_named */
+
 typedef struct pario_run {
   MPI_Offset off; /* byte displacement relative to the buffer / tile origin */
   MPI_Offset len; /* bytes */
@@ -31,12 +33,6 @@ typedef struct pario_typemap {
   struct pario_ext32_map *x32;
   struct pario_ext32_keyed *xuser;
 } pario_typemap;
-
-/* The combiner of a datatype (MPI_COMBINER_NAMED for predefined types), or -1 when the
- * handle is not a valid datatype. Works for large-count datatypes on MPI-4 hosts. */
-int pario_type_combiner(MPI_Datatype type);
-/* 1 for predefined (named) types, which are never freed or duplicated. */
-int pario_type_is_named(MPI_Datatype type);
 
 /* The flattened form of a datatype. Returns MPI_SUCCESS or an MPI error class (MPI_ERR_TYPE
  * for an invalid or unsupported datatype). The result stays valid while the type lives. */

@@ -3,6 +3,7 @@
 #include "view/view.h"
 #include "core/common.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* ---- the shared walk (pario_rcursor_next is inline in view.h) ---- */
@@ -141,24 +142,17 @@ MPI_Offset pario_mcursor_iov(pario_mcursor *c, MPI_Offset n, struct iovec *iov, 
   return done;
 }
 
-void pario_mcursor_pack(pario_mcursor *c, void *dst, MPI_Offset n) {
-  char *d = dst;
+/* n bytes between the cursor's memory and the packed buffer ext: into ext (pack) or out. */
+static void mcopy(pario_mcursor *c, char *ext, MPI_Offset n, int unpack) {
   while (n > 0) {
     char *p;
     MPI_Offset m = mnext(c, n, &p);
-    memcpy(d, p, (size_t)m);
-    d += m;
+    if (unpack) memcpy(p, ext, (size_t)m); else memcpy(ext, p, (size_t)m);
+    ext += m;
     n -= m;
   }
 }
 
-void pario_mcursor_unpack(pario_mcursor *c, const void *src, MPI_Offset n) {
-  const char *s = src;
-  while (n > 0) {
-    char *p;
-    MPI_Offset m = mnext(c, n, &p);
-    memcpy(p, s, (size_t)m);
-    s += m;
-    n -= m;
-  }
-}
+void pario_mcursor_pack(pario_mcursor *c, void *dst, MPI_Offset n) { mcopy(c, dst, n, 0); }
+
+void pario_mcursor_unpack(pario_mcursor *c, const void *src, MPI_Offset n) { mcopy(c, (char *)(uintptr_t)src, n, 1); }

@@ -1,20 +1,17 @@
 /* The data path: argument checks, then a walk that pairs the file segments of the view with
  * the memory pieces of (buf, count, datatype) and hands iovecs to the driver, with no copy
- * of the user's data. Atomic mode brackets the access with a byte-range lock. */
+ * of the user's data. Atomic mode brackets the access with a byte-range lock. Which path an
+ * access takes is decided here (transfer): the plain walk, data sieving (sieve.c) or list
+ * transfers for remote drivers (listio.c); xfer.h is what the three share. */
 #include "core/file.h"
+#include "core/xfer.h"
 #include "core/rep.h"
-#include "rio/window.h"
 #include "trace/trace.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAXIOV 64
 
 /* Tracing on: the transfer as a span with a request id (flow) of its own; the x-rio driver's
  * requests carry their wire ids as theirs (driver/rioconn.c), which the server's events name. */
@@ -31,7 +28,7 @@ static int xfer_traced(pario_file *f, int rw, const struct iovec *iov, int cnt, 
   return e;
 }
 
-static void count_read(pario_file *f, size_t got) {
+void pario_io_count_read(pario_file *f, size_t got) {
   if (got) __atomic_fetch_add(&f->bytes_read_file, (unsigned long long)got, __ATOMIC_RELAXED);
 }
 
@@ -56,7 +53,7 @@ int pario_drv_xfer(pario_file *f, int rw, const struct iovec *iov, int cnt, off_
   else
     e = rw == PARIO_WRITE ? f->drv->pwritev(f->dh, iov, cnt, off, got, coll)
                           : f->drv->preadv(f->dh, iov, cnt, off, got, coll);
-  if (rw == PARIO_READ) count_read(f, *got);
+  if (rw == PARIO_READ) pario_io_count_read(f, *got);
   return e;
 }
 
@@ -112,7 +109,7 @@ void pario_status_set(MPI_Status *status, MPI_Count bytes) {
   PMPI_Status_set_cancelled(status, 0);
 }
 
-static int xfer_error(pario_file *f, const char *op, int rw, int e, MPI_Offset len, MPI_Offset off) {
+int pario_xfer_error(pario_file *f, const char *op, int rw, int e, MPI_Offset len, MPI_Offset off) {
   return pario_err(pario_errno_class(e), op, f->filename, e, "%s of %lld bytes at offset %lld failed",
                    rw == PARIO_WRITE ? "write" : "read", (long long)len, (long long)off);
 }
@@ -121,9 +118,9 @@ static int xfer_error(pario_file *f, const char *op, int rw, int e, MPI_Offset l
  * set when a read stopped at end of file. lockw: a write holds a byte-range write lock over
  * the segment, so that another process's data-sieving read-modify-write around it cannot put
  * the old bytes back over it. */
-static int xfer_seg(pario_file *f, const char *op, int rw, pario_mcursor *mc, MPI_Offset off,
-                    MPI_Offset seg, MPI_Offset *done, int *eof, int lockw) {
-  struct iovec iov[MAXIOV];
+int pario_xfer_seg(pario_file *f, const char *op, int rw, pario_mcursor *mc, MPI_Offset off,
+                   MPI_Offset seg, MPI_Offset *done, int *eof, int lockw) {
+  struct iovec iov[PARIO_MAXIOV];
   lockw = lockw && rw == PARIO_WRITE && seg > 0; /* callers in atomic mode pass 0: locked already */
   if (lockw) {
     int e = f->drv->lock(f->dh, PARIO_LOCK_WRITE, off, seg);
@@ -134,11 +131,11 @@ static int xfer_seg(pario_file *f, const char *op, int rw, pario_mcursor *mc, MP
   while (seg > 0) {
     int cnt;
     size_t got = 0;
-    MPI_Offset m = pario_mcursor_iov(mc, seg, iov, MAXIOV, &cnt);
+    MPI_Offset m = pario_mcursor_iov(mc, seg, iov, PARIO_MAXIOV, &cnt);
     int e = pario_drv_xfer(f, rw, iov, cnt, (off_t)off, &got, NULL);
     *done += (MPI_Offset)got;
     if (e) {
-      rc = xfer_error(f, op, rw, e, m, off);
+      rc = pario_xfer_error(f, op, rw, e, m, off);
       break;
     }
     if ((MPI_Offset)got < m) {
@@ -154,459 +151,14 @@ static int xfer_seg(pario_file *f, const char *op, int rw, pario_mcursor *mc, MP
 
 /* Move n bytes between the file at data position pos and memory; *done counts bytes moved
  * (less than n only for a read that reached end of file). */
-static int walk(pario_file *f, const char *op, int rw, pario_fcursor *fc, pario_mcursor *mc,
-                MPI_Offset n, MPI_Offset *done, int lockw) {
+int pario_xfer_walk(pario_file *f, const char *op, int rw, pario_fcursor *fc, pario_mcursor *mc,
+                    MPI_Offset n, MPI_Offset *done, int lockw) {
   int eof = 0, rc = MPI_SUCCESS;
   while (rc == MPI_SUCCESS && !eof && *done < n) {
     MPI_Offset off, seg = pario_fcursor_next(fc, n - *done, &off);
-    rc = xfer_seg(f, op, rw, mc, off, seg, done, &eof, lockw);
+    rc = pario_xfer_seg(f, op, rw, mc, off, seg, done, &eof, lockw);
   }
   return rc;
-}
-
-/* Whether a window of cap bytes from the segment just taken (ending at off + seg) also holds
- * the next one: one look at a copy of the cursor. Where not even two segments share a window
- * (sparse or large pieces), sieving would only copy more, so they move directly. */
-static int worth_a_window(pario_fcursor c, MPI_Offset left, MPI_Offset off, MPI_Offset cap) {
-  if (left <= 0) return 0;
-  MPI_Offset off2, seg2 = pario_fcursor_next(&c, left, &off2);
-  return off2 >= off && off2 + seg2 <= off + cap;
-}
-
-/* The end of a sieving read window that starts at off with a segment of seg bytes (the
- * cursor c just past it, left bytes of the access after it): the end of the last segment
- * that follows with no hole wider than maxgap before it, cut at cap bytes from off and at
- * last (rio/window.h's rule, which the server's READ follows too; the first segment that
- * joins must fit whole, later ones may be cut at the limit). 0 when not even the next
- * segment joins whole: then the window would carry one segment and copy it once more, and
- * the segment is read directly. Holes wider than maxgap are never read: they end the window.
- * A view without such holes (widest_hole) needs no look-ahead: its window runs to the cap or
- * to last, as it always did. */
-static MPI_Offset window_end(pario_fcursor c, MPI_Offset left, MPI_Offset off, MPI_Offset seg, MPI_Offset cap,
-                             MPI_Offset maxgap, MPI_Offset last) {
-  MPI_Offset limit = PARIO_MIN(off + cap, last);
-  if (c.v->widest_hole <= maxgap) /* no hole to stop at: no look-ahead beyond the next segment */
-    return worth_a_window(c, left, off + seg, cap - seg) ? limit : 0;
-  rio_window w = rio_window_open((uint64_t)off, (uint64_t)seg, (uint64_t)limit, (uint64_t)maxgap);
-  while (left > 0 && w.end < w.limit) {
-    MPI_Offset off2, seg2 = pario_fcursor_next(&c, left, &off2);
-    if (!rio_window_join(&w, (uint64_t)off2, (uint64_t)seg2, w.joined > 0)) break;
-    left -= seg2;
-  }
-  return w.joined ? (MPI_Offset)w.end : 0;
-}
-
-/* Data sieving for reads: one read of at most ind_rd_buffer_size bytes, never past the end
- * of the access (last) nor past the last segment it serves, and never across a hole wider
- * than pario_read_max_gap (window_end), covers many small file segments, which are copied
- * out of it. A segment the window cuts continues in the next window. */
-static int sieve_read(pario_file *f, const char *op, pario_fcursor *fc, pario_mcursor *mc,
-                      MPI_Offset n, MPI_Offset *done, MPI_Offset last) {
-  MPI_Offset cap = f->hints.ind_rd_buffer_size, wstart = 0, wlen = 0;
-  char *win = malloc((size_t)cap);
-  if (!win) return walk(f, op, PARIO_READ, fc, mc, n, done, 0);
-  int rc = MPI_SUCCESS, eof = 0;
-  while (rc == MPI_SUCCESS && !eof && *done < n) {
-    MPI_Offset off, seg = pario_fcursor_next(fc, n - *done, &off);
-    while (seg > 0 && rc == MPI_SUCCESS && !eof) {
-      if (off < wstart || off >= wstart + wlen) {
-        MPI_Offset wend = window_end(*fc, n - *done - seg, off, seg, cap, f->hints.read_max_gap, last);
-        if (!wend) {
-          rc = xfer_seg(f, op, PARIO_READ, mc, off, seg, done, &eof, 0);
-          break;
-        }
-        size_t got = 0;
-        struct iovec v = {win, (size_t)(wend - off)};
-        uint64_t t0 = PARIO_TRACE_T0();
-        int e = pario_drv_xfer(f, PARIO_READ, &v, 1, (off_t)off, &got, NULL);
-        PARIO_TRACE_SPAN(PARIO_TC_SIEVE, "read_window", t0, PARIO_TA("file", f->uid), PARIO_TA("offset", off),
-                         PARIO_TA("len", v.iov_len), PARIO_TA("got", got));
-        if (e) {
-          rc = xfer_error(f, op, PARIO_READ, e, (MPI_Offset)v.iov_len, off);
-          break;
-        }
-        wstart = off;
-        wlen = (MPI_Offset)got;
-        if (!got) { /* the window was read from off: nothing there is end of file */
-          eof = 1;
-          break;
-        }
-      }
-      MPI_Offset take = PARIO_MIN(seg, wstart + wlen - off);
-      pario_mcursor_unpack(mc, win + (off - wstart), take);
-      *done += take;
-      off += take;
-      seg -= take;
-    }
-  }
-  free(win);
-  return rc;
-}
-
-/* Data sieving for reads through the page cache: one preadv covers a window of at most
- * ind_rd_buffer_size bytes; the caller's pieces land straight in its memory and the gaps
- * between them in a small scratch buffer that is overwritten again and again (it stays in
- * the CPU cache). The kernel copies the same bytes a window buffer would receive, but the
- * second copy, out of the window, is gone. Where pieces lie closer than SCATTER_PITCH, and
- * with direct I/O (every iovec would be a transfer of its own), sieve_read's one-buffer
- * window is used instead. */
-#define SCRATCH (64 << 10)
-/* Each iovec has a cost in the kernel, so scattering pays only where pieces are far apart:
- * from one piece to the next at least this many bytes (docs/design.md, data sieving, has
- * the measurement behind it). */
-#define SCATTER_PITCH 1024
-#define BATCH 1024 /* iovecs per preadv (IOV_MAX on Linux) */
-
-/* Distance between the starts of the first two file segments of an access. */
-static MPI_Offset pitch(pario_fcursor c, MPI_Offset n) {
-  MPI_Offset off1, off2, seg = pario_fcursor_next(&c, n, &off1);
-  if (seg >= n) return 0;
-  pario_fcursor_next(&c, n - seg, &off2);
-  return off2 - off1;
-}
-
-static int sieve_read_scatter(pario_file *f, const char *op, pario_fcursor *fc, pario_mcursor *mc,
-                              MPI_Offset n, MPI_Offset *done, MPI_Offset last) {
-  MPI_Offset cap = f->hints.ind_rd_buffer_size;
-  char *scratch = malloc(SCRATCH);
-  struct iovec *iov = malloc(sizeof *iov * BATCH);
-  int rc = MPI_SUCCESS, eof = 0;
-  if (!scratch || !iov) {
-    rc = walk(f, op, PARIO_READ, fc, mc, n, done, 0);
-    goto out;
-  }
-  MPI_Offset off = 0, seg = 0;
-  while (rc == MPI_SUCCESS && !eof && (seg > 0 || *done < n)) {
-    if (seg == 0) seg = pario_fcursor_next(fc, n - *done, &off);
-    if (!window_end(*fc, n - *done - seg, off, seg, cap, f->hints.read_max_gap, last)) {
-      rc = xfer_seg(f, op, PARIO_READ, mc, off, seg, done, &eof, 0);
-      seg = 0;
-      continue;
-    }
-    MPI_Offset wstart = off, limit = PARIO_MIN(wstart + cap, last), data = 0;
-    int k = 0;
-    for (;;) { /* seg bytes at off go to the caller's memory */
-      int cnt;
-      MPI_Offset m = pario_mcursor_iov(mc, seg, iov + k, BATCH - k, &cnt);
-      k += cnt;
-      data += m;
-      off += m; /* the end of the batch so far */
-      seg -= m;
-      if (seg > 0 || *done + data == n) break; /* out of iovecs, or the access is complete */
-      pario_fcursor ahead = *fc;
-      MPI_Offset off2, seg2 = pario_fcursor_next(&ahead, n - *done - data, &off2);
-      MPI_Offset gap = off2 - off;
-      if (off2 + seg2 > limit || gap < 0 || gap > f->hints.read_max_gap || k + 1 + gap / SCRATCH >= BATCH) break;
-      for (; gap > 0; gap -= SCRATCH) /* the bytes between two pieces: read and dropped */
-        iov[k++] = (struct iovec){scratch, (size_t)PARIO_MIN(gap, SCRATCH)};
-      *fc = ahead;
-      off = off2;
-      seg = seg2;
-    }
-    size_t got = 0;
-    MPI_Offset want = off - wstart;
-    uint64_t t0 = PARIO_TRACE_T0();
-    int e = pario_drv_xfer(f, PARIO_READ, iov, k, (off_t)wstart, &got, NULL);
-    PARIO_TRACE_SPAN(PARIO_TC_SIEVE, "scatter_window", t0, PARIO_TA("file", f->uid), PARIO_TA("offset", wstart),
-                     PARIO_TA("len", want), PARIO_TA("data", data), PARIO_TA("iovcnt", k));
-    if (e) {
-      rc = xfer_error(f, op, PARIO_READ, e, want, wstart);
-      break;
-    }
-    if ((MPI_Offset)got < want) { /* end of file: count the caller's bytes that arrived */
-      data = 0;
-      for (int i = 0; i < k && got > 0; i++) {
-        size_t l = PARIO_MIN(got, iov[i].iov_len);
-        if (iov[i].iov_base != scratch) data += (MPI_Offset)l;
-        got -= l;
-      }
-      eof = 1;
-    }
-    *done += data;
-  }
-out:
-  free(iov);
-  free(scratch);
-  return rc;
-}
-
-/* Data sieving for writes: where several small segments share a window of at most
- * ind_wr_buffer_size bytes (never past the end of the access, last, so the file does not
- * grow beyond what the caller writes), the window is read, the segments are copied in and
- * the window is written back, under a byte-range write lock (other processes) and the
- * file's rmw_lock held exclusively (this process's other threads), so bytes outside the view
- * keep their values. A segment the window cuts continues in the next window. */
-static int sieve_write(pario_file *f, int atomic, const char *op, pario_fcursor *fc, pario_mcursor *mc,
-                       MPI_Offset n, MPI_Offset *done, MPI_Offset last) {
-  MPI_Offset cap = f->hints.ind_wr_buffer_size;
-  char *win = malloc((size_t)cap);
-  if (!win) return walk(f, op, PARIO_WRITE, fc, mc, n, done, !atomic);
-  int rc = MPI_SUCCESS, eof = 0;
-  MPI_Offset off = 0, seg = 0;
-  while (rc == MPI_SUCCESS && (seg > 0 || *done < n)) {
-    if (seg == 0) seg = pario_fcursor_next(fc, n - *done, &off);
-    if (!worth_a_window(*fc, n - *done - seg, off + seg, cap - seg)) {
-      rc = xfer_seg(f, op, PARIO_WRITE, mc, off, seg, done, &eof, !atomic);
-      seg = 0;
-      continue;
-    }
-    MPI_Offset wstart = off, wlen = PARIO_MIN(cap, last - off), end = wstart + wlen, used = 0;
-    uint64_t t0 = PARIO_TRACE_T0();
-    int locked = !atomic; /* atomic mode already holds a lock over the whole access */
-    if (locked) {
-      int e = f->drv->lock(f->dh, PARIO_LOCK_WRITE, wstart, wlen);
-      if (e) {
-        rc = pario_err(MPI_ERR_IO, op, f->filename, e, "byte-range lock for data sieving failed");
-        break;
-      }
-    }
-    size_t got = 0;
-    struct iovec v = {win, (size_t)wlen};
-    int e = pario_drv_xfer(f, PARIO_READ, &v, 1, (off_t)wstart, &got, NULL);
-    if (e) rc = xfer_error(f, op, PARIO_READ, e, wlen, wstart);
-    if (rc == MPI_SUCCESS) {
-      memset(win + got, 0, (size_t)(wlen - (MPI_Offset)got)); /* past end of file: a hole */
-      for (;;) { /* the segments inside [wstart, end); the last may be cut */
-        MPI_Offset take = PARIO_MIN(seg, end - off);
-        pario_mcursor_pack(mc, win + (off - wstart), take);
-        used += take;
-        off += take;
-        seg -= take;
-        if (seg > 0 || *done + used == n) break;
-        seg = pario_fcursor_next(fc, n - *done - used, &off);
-        if (off >= end) break; /* starts the next window */
-      }
-      e = pario_drv_xfer(f, PARIO_WRITE, &v, 1, (off_t)wstart, &got, NULL);
-      if (e) rc = xfer_error(f, op, PARIO_WRITE, e, wlen, wstart);
-      else *done += used;
-    }
-    if (locked) f->drv->lock(f->dh, PARIO_UNLOCK, wstart, wlen);
-    PARIO_TRACE_SPAN(PARIO_TC_SIEVE, "write_window", t0, PARIO_TA("file", f->uid), PARIO_TA("offset", wstart),
-                     PARIO_TA("len", wlen), PARIO_TA("data", used));
-  }
-  free(win);
-  return rc;
-}
-
-/* Room for need elements of size elem in *p (capacity *cap): 0, or -1 out of memory. */
-static int grow(void **p, int *cap, int need, size_t elem) {
-  if (need <= *cap) return 0;
-  int nc = PARIO_MAX(need, 2 * *cap);
-  void *np = realloc(*p, elem * (size_t)nc);
-  if (!np) return -1;
-  *p = np;
-  *cap = nc;
-  return 0;
-}
-
-/* The windows of one list access in flight together where the driver can submit: a window's
- * request no longer waits for the previous window's reply (each would cost a round trip). At
- * most WINDOWS_IN_FLIGHT at once; the access returns when all are done (the memory is the
- * caller's), with the bytes in order up to the first short window and the first error. */
-#define WINDOWS_IN_FLIGHT 8
-
-typedef struct win_set {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int inflight;
-  struct win *head, **tail;
-} win_set;
-
-typedef struct win {
-  struct win *next;
-  win_set *s;
-  MPI_Offset bytes, off;
-  size_t got;
-  int err;
-} win;
-
-static void win_done(void *arg, int err, size_t got) {
-  win *w = arg;
-  pthread_mutex_lock(&w->s->mu);
-  w->err = err, w->got = got;
-  w->s->inflight--;
-  pthread_cond_broadcast(&w->s->cv);
-  pthread_mutex_unlock(&w->s->mu);
-}
-
-/* Wait until at most max windows are in flight. */
-static void win_wait(win_set *s, int max) {
-  pthread_mutex_lock(&s->mu);
-  while (s->inflight > max) pthread_cond_wait(&s->cv, &s->mu);
-  pthread_mutex_unlock(&s->mu);
-}
-
-/* Start one window (the driver copies segs and iov); one the driver declines runs here. 0;
- * -1 when nothing more should start (its error or end of file is in the window); ENOMEM when
- * there is no window. */
-static int win_start(pario_file *f, win_set *s, int rw, const pario_seg *segs, int nseg, const struct iovec *iov,
-                     int niov, MPI_Offset bytes, pario_drv_coll *coll) {
-  win *w = calloc(1, sizeof *w);
-  if (!w) return ENOMEM;
-  *w = (win){NULL, s, bytes, (MPI_Offset)segs[0].off, 0, 0};
-  *s->tail = w, s->tail = &w->next;
-  pthread_mutex_lock(&s->mu);
-  s->inflight++;
-  pthread_mutex_unlock(&s->mu);
-  int e = f->drv->submit ? f->drv->submit(f->dh, rw == PARIO_WRITE, segs, nseg, iov, niov, coll, win_done, w)
-                          : EOPNOTSUPP;
-  if (e == EOPNOTSUPP)
-    e = rw == PARIO_WRITE ? f->drv->pwritel(f->dh, segs, nseg, iov, niov, &w->got, coll)
-                          : f->drv->preadl(f->dh, segs, nseg, iov, niov, &w->got, coll);
-  else if (!e) return 0;
-  win_done(w, e, w->got);
-  return e || w->got < (size_t)bytes ? -1 : 0; /* an error or the end of file: nothing after it */
-}
-
-/* All windows done: their bytes in order up to the first short one, the first error. */
-static int win_collect(pario_file *f, const char *op, int rw, win_set *s, MPI_Offset *done) {
-  int rc = MPI_SUCCESS, counting = 1;
-  win_wait(s, 0);
-  for (win *w = s->head, *next; w; w = next) {
-    next = w->next;
-    if (rw == PARIO_READ) count_read(f, w->got);
-    if (counting) *done += (MPI_Offset)w->got;
-    if (w->err && rc == MPI_SUCCESS) rc = xfer_error(f, op, rw, w->err, w->bytes, w->off);
-    if (w->err || w->got < (size_t)w->bytes) counting = 0;
-    free(w);
-  }
-  return rc;
-}
-
-/* The file segments and memory pieces of the next window: at most cap data bytes (a larger
- * first segment is not cut). 0, or -1 out of memory. */
-static int next_window(pario_fcursor *fc, pario_mcursor *mc, MPI_Offset left, MPI_Offset cap, pario_seg **segs,
-                       int *segcap, int *nseg, struct iovec **iov, int *iovcap, int *niov, MPI_Offset *bytes) {
-  *nseg = *niov = 0;
-  *bytes = 0;
-  while (*bytes < left && (*nseg == 0 || *bytes < cap)) {
-    MPI_Offset off, rest = left - *bytes;
-    MPI_Offset seg = pario_fcursor_next(fc, *nseg ? PARIO_MIN(rest, cap - *bytes) : rest, &off);
-    if (grow((void **)segs, segcap, *nseg + 1, sizeof **segs)) return -1;
-    (*segs)[(*nseg)++] = (pario_seg){(off_t)off, (off_t)seg};
-    *bytes += seg;
-    while (seg > 0) { /* the segment's memory pieces, MAXIOV at a time */
-      int cnt = 0;
-      if (grow((void **)iov, iovcap, *niov + MAXIOV, sizeof **iov)) return -1;
-      seg -= pario_mcursor_iov(mc, seg, *iov + *niov, MAXIOV, &cnt);
-      *niov += cnt;
-    }
-  }
-  return 0;
-}
-
-/* Drivers with list transfers (remote storage, driver/driver.h preadl/pwritel): the file
- * segments of a window of at most ind_rd_buffer_size / ind_wr_buffer_size data bytes (a
- * larger first segment is not cut) and their memory pieces travel as one request, whatever
- * the view: no data sieving, no read-modify-write, no request per piece. */
-static int list_access(pario_file *f, const char *op, int rw, pario_fcursor *fc, pario_mcursor *mc,
-                       MPI_Offset n, MPI_Offset *done, pario_drv_coll *coll) {
-  MPI_Offset cap = rw == PARIO_WRITE ? f->hints.ind_wr_buffer_size : f->hints.ind_rd_buffer_size, planned = 0;
-  pario_seg *segs = NULL;
-  struct iovec *iov = NULL;
-  int segcap = 0, iovcap = 0, rc = MPI_SUCCESS;
-  win_set s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, NULL};
-  s.tail = &s.head;
-  while (planned < n) {
-    int nseg, niov;
-    MPI_Offset bytes;
-    if (next_window(fc, mc, n - planned, cap, &segs, &segcap, &nseg, &iov, &iovcap, &niov, &bytes)) {
-      rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory for a list of %d segments", nseg);
-      break;
-    }
-    planned += bytes;
-    int ws = win_start(f, &s, rw, segs, nseg, iov, niov, bytes, coll);
-    if (ws == ENOMEM) rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
-    if (ws) break;
-    win_wait(&s, WINDOWS_IN_FLIGHT - 1);
-  }
-  int crc = win_collect(f, op, rw, &s, done);
-  if (rc == MPI_SUCCESS) rc = crc;
-  pthread_mutex_destroy(&s.mu);
-  pthread_cond_destroy(&s.cv);
-  free(segs);
-  free(iov);
-  return rc;
-}
-
-/* One access on the driver's submission path: what its completion needs to name the error. */
-typedef struct submitted {
-  pario_file *f;
-  const char *op;
-  int rw;
-  MPI_Offset len, off;
-  void (*done)(void *arg, int code, MPI_Count bytes);
-  void *arg;
-} submitted;
-
-static void submitted_done(void *arg, int err, size_t bytes) {
-  submitted *s = arg;
-  int code = err ? xfer_error(s->f, s->op, s->rw, err, s->len, s->off) : MPI_SUCCESS;
-  void (*done)(void *, int, MPI_Count) = s->done;
-  void *darg = s->arg;
-  free(s);
-  done(darg, code, (MPI_Count)bytes);
-}
-
-/* The file segments and memory pieces of the whole access, as list_access gathers a window. */
-static int gather_all(pario_fcursor *fc, pario_mcursor *mc, MPI_Offset n, pario_seg **segs, int *nseg,
-                      struct iovec **iov, int *niov) {
-  int segcap = 0, iovcap = 0;
-  MPI_Offset bytes = 0;
-  *segs = NULL, *iov = NULL, *nseg = 0, *niov = 0;
-  while (bytes < n) {
-    MPI_Offset off, seg = pario_fcursor_next(fc, n - bytes, &off);
-    if (*nseg == INT_MAX || grow((void **)segs, &segcap, *nseg + 1, sizeof **segs)) return -1;
-    (*segs)[(*nseg)++] = (pario_seg){(off_t)off, (off_t)seg};
-    bytes += seg;
-    while (seg > 0) {
-      int cnt = 0;
-      if (*niov > INT_MAX - MAXIOV || grow((void **)iov, &iovcap, *niov + MAXIOV, sizeof **iov)) return -1;
-      seg -= pario_mcursor_iov(mc, seg, *iov + *niov, MAXIOV, &cnt);
-      *niov += cnt;
-    }
-  }
-  return 0;
-}
-
-int pario_access_submit(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
-                        MPI_Count count, MPI_Datatype type, void (*done)(void *arg, int code, MPI_Count bytes),
-                        void *arg) {
-  const pario_typemap *tm;
-  const pario_view *v = s->view;
-  if (!f->drv->submit || s->atomic || v->rep || pario_typemap_get(type, &tm) != MPI_SUCCESS) return 0;
-  MPI_Offset n = (MPI_Offset)count * tm->size;
-  if (n <= 0) return 0;
-  submitted *sub = malloc(sizeof *sub);
-  pario_seg *segs = NULL;
-  struct iovec *iov = NULL;
-  int nseg = 0, niov = 0, e = -1;
-  pario_fcursor fc;
-  pario_mcursor mc;
-  pario_fcursor_init(&fc, v, pos);
-  pario_mcursor_init(&mc, buf, tm);
-  if (sub && gather_all(&fc, &mc, n, &segs, &nseg, &iov, &niov) == 0) {
-    *sub = (submitted){f, op, rw, n, (MPI_Offset)segs[0].off, done, arg};
-    if (rw == PARIO_WRITE) pthread_rwlock_rdlock(&f->rmw_lock); /* as list_access: while it is sent */
-    e = f->drv->submit(f->dh, rw, segs, nseg, iov, niov, NULL, submitted_done, sub); /* independent */
-    if (rw == PARIO_WRITE) pthread_rwlock_unlock(&f->rmw_lock);
-  }
-  if (e) free(sub); /* not started: the caller runs pario_access, which reports any error */
-  free(segs);
-  free(iov);
-  return e == 0;
-}
-
-int pario_sieves_read(const pario_file *f, const pario_view *v, MPI_Offset n) {
-  return !v->contiguous && f->hints.romio_ds_read != PARIO_DISABLE &&
-         f->hints.ind_rd_buffer_size > 0 && n > 0;
-}
-
-/* romio_ds_write is switched to disable at open where byte-range locks do not work. */
-int pario_sieves_write(const pario_file *f, const pario_view *v, MPI_Offset n) {
-  return !v->contiguous && !f->drv->pwritel && f->hints.romio_ds_write != PARIO_DISABLE && f->locks_work > 0 &&
-         (f->oflags & O_ACCMODE) != O_WRONLY &&
-         f->hints.ind_wr_buffer_size > 0 && n > 0;
 }
 
 int pario_access(pario_file *f, const pario_snap *s, const char *op, int rw, MPI_Offset pos, void *buf,
@@ -628,28 +180,28 @@ static int transfer(pario_file *f, const pario_view *v, int locked, const char *
   uint64_t t0 = PARIO_TRACE_T0();
   if (f->drv->preadl && rw == PARIO_READ) { /* a remote driver: one list request per window */
     how = "list";
-    rc = list_access(f, op, rw, &fc, mc, n, done, coll);
+    rc = pario_list_access(f, op, rw, &fc, mc, n, done, coll);
   } else if (f->drv->pwritel && rw == PARIO_WRITE) {
     how = "list";
     pthread_rwlock_rdlock(&f->rmw_lock);
-    rc = list_access(f, op, rw, &fc, mc, n, done, coll);
+    rc = pario_list_access(f, op, rw, &fc, mc, n, done, coll);
     pthread_rwlock_unlock(&f->rmw_lock);
   } else if (rw == PARIO_READ && (!pario_sieves_read(f, v, n) || pario_view_irregular(v, pos, n))) {
     how = "direct";
-    rc = walk(f, op, rw, &fc, mc, n, done, 0);
-  } else if (rw == PARIO_READ && !f->hints.direct_io && pitch(fc, n) >= SCATTER_PITCH) {
+    rc = pario_xfer_walk(f, op, rw, &fc, mc, n, done, 0);
+  } else if (rw == PARIO_READ && !f->hints.direct_io && pario_sieve_scatters(fc, n)) {
     how = "scatter";
-    rc = sieve_read_scatter(f, op, &fc, mc, n, done, last);
+    rc = pario_sieve_read_scatter(f, op, &fc, mc, n, done, last);
   } else if (rw == PARIO_READ) {
     how = "sieve";
-    rc = sieve_read(f, op, &fc, mc, n, done, last);
+    rc = pario_sieve_read(f, op, &fc, mc, n, done, last);
   } else {
     int sieve = pario_sieves_write(f, v, n) && !pario_view_irregular(v, pos, n);
     how = sieve ? "sieve" : "direct";
     if (sieve) pthread_rwlock_wrlock(&f->rmw_lock);
     else pthread_rwlock_rdlock(&f->rmw_lock);
-    rc = sieve ? sieve_write(f, locked, op, &fc, mc, n, done, last)
-               : walk(f, op, rw, &fc, mc, n, done, !locked && lock_writes && f->locks_work >= 0);
+    rc = sieve ? pario_sieve_write(f, locked, op, &fc, mc, n, done, last)
+               : pario_xfer_walk(f, op, rw, &fc, mc, n, done, !locked && lock_writes && f->locks_work >= 0);
     pthread_rwlock_unlock(&f->rmw_lock);
   }
   if (!v->contiguous) /* how a noncontiguous access went; a contiguous one is its driver spans */

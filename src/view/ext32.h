@@ -23,8 +23,6 @@ typedef struct pario_ext32_pair {
   int ok;
 } pario_ext32_pair;
 
-/* Whether a combiner is one of MPI_Type_create_f90_*'s. */
-int pario_ext32_is_f90(int comb);
 /* A basic type's conversion (*pp NULL), or the pair it is (*pp): MPI_SUCCESS,
  * MPI_ERR_UNSUPPORTED_DATAREP (no external32 form here) or MPI_ERR_TYPE. */
 int pario_ext32_resolve(MPI_Datatype t, pario_ext32_conv *cv, const pario_ext32_pair **pp);

@@ -171,7 +171,8 @@ static int f90_conv(MPI_Datatype t, int comb, pario_ext32_conv *cv) {
   return MPI_SUCCESS;
 }
 
-int pario_ext32_is_f90(int comb) {
+/* Whether a combiner is one of MPI_Type_create_f90_*'s. */
+static int ext32_is_f90(int comb) {
   return comb == MPI_COMBINER_F90_REAL || comb == MPI_COMBINER_F90_COMPLEX ||
          comb == MPI_COMBINER_F90_INTEGER;
 }
@@ -192,7 +193,7 @@ int pario_ext32_resolve(MPI_Datatype t, pario_ext32_conv *cv, const pario_ext32_
       return pairs[i].ok ? MPI_SUCCESS : MPI_ERR_UNSUPPORTED_DATAREP;
     }
   int comb = pario_type_combiner(t);
-  if (pario_ext32_is_f90(comb)) return f90_conv(t, comb, cv);
+  if (ext32_is_f90(comb)) return f90_conv(t, comb, cv);
   /* another predefined type (MPI_LB, MPI_2COMPLEX, ...) has no external32 form here */
   return comb == MPI_COMBINER_NAMED ? MPI_ERR_UNSUPPORTED_DATAREP : MPI_ERR_TYPE;
 }

@@ -4,7 +4,8 @@
  * it (LD_PRELOAD="libpario.so below.so") the tool sees every collective pario makes, and none
  * of the application's MPI_ calls (those reach the MPI library's MPI_ names directly). It
  * wraps the point-to-point calls too, for the bytes pario receives (pario_below_bytes).
- * viewloop.c asks for the counts with pario_below_count. */
+ * viewloop.c asks for the counts with pario_below_count; tests/multinode/scale.c also for the
+ * bytes of pario's point-to-point sends (pario_below_sent). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -35,8 +36,8 @@
   X(Comm_dup, (MPI_Comm c, MPI_Comm *d), (c, d), 0) \
   X(Comm_split, (MPI_Comm c, int color, int key, MPI_Comm *d), (c, color, key, d), 0) \
   X(Comm_split_type, (MPI_Comm c, int type, int key, MPI_Info i, MPI_Comm *d), (c, type, key, i, d), 0) \
-  X(Send, (const void *a, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c), (a, n, t, dest, tag, c), 0) \
-  X(Isend, (const void *a, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c, MPI_Request *r), (a, n, t, dest, tag, c, r), 0) \
+  X(Send, (const void *a, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c), (a, n, t, dest, tag, c), out(t, n)) \
+  X(Isend, (const void *a, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c, MPI_Request *r), (a, n, t, dest, tag, c, r), out(t, n)) \
   X(Recv, (void *a, int n, MPI_Datatype t, int src, int tag, MPI_Comm c, MPI_Status *st), (a, n, t, src, tag, c, st), sz(t, n)) \
   X(Irecv, (void *a, int n, MPI_Datatype t, int src, int tag, MPI_Comm c, MPI_Request *r), (a, n, t, src, tag, c, r), sz(t, n))
 
@@ -58,6 +59,15 @@ static long np_of(MPI_Comm c) {
   PMPI_Comm_size(c, &n);
   return n;
 }
+
+/* Bytes pario passed to point-to-point sends (pario_below_sent); 0 for the received bytes. */
+static atomic_long sent_p2p;
+static long out(MPI_Datatype t, int n) {
+  atomic_fetch_add(&sent_p2p, sz(t, n));
+  return 0;
+}
+
+EXPORT long pario_below_sent(void) { return atomic_load(&sent_p2p); }
 
 /* Bytes of a v-collective's receive counts. */
 static long sum(const int *m, MPI_Comm c, MPI_Datatype u) {

@@ -145,12 +145,7 @@ static int set_info_body(MPI_File fh, MPI_Info info) {
   pario_hints_update(&nh, info);
   if (pario_hints_agree(f->comm, &nh, NULL, 0) != MPI_SUCCESS)
     return pario_file_error(fh, pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement on hints failed"));
-  pthread_mutex_lock(&f->lock);
-  f->hints = nh;
-  pario_hints_settle(f);
-  pario_direct_io_apply(f);
-  pthread_mutex_unlock(&f->lock);
-  pario_layers_set_info(f);
+  pario_hints_install(f, &nh);
   return MPI_SUCCESS;
 }
 PARIO_EXPORT int PMPI_File_set_info(MPI_File fh, MPI_Info info) {

@@ -39,7 +39,7 @@ PARAMS = {
     "remote": "test mode block_size size_per_rank depth servers repeat hints",
     "datarep": "datarep access size hints",
     "viewswitch": "iterations piece block info repeat hints",
-    "metascale": "ranks iterations runs block counted hints",
+    "metascale": "mode ranks iterations runs block counted irregular hints",
 }
 METRICS = {
     "overlap": "reduce_p_time reduce_s_time ratio reduce_ps_time p_avg_calc p_avg_io s_avg_calc "

@@ -23,7 +23,7 @@ static const char *const mode_names[] = {"once", "fresh"};
 
 typedef struct {
   long long iters, runs, block;
-  int modes;
+  int modes, irregular; /* irregular: every other block half as long (no strided encoding) */
 } ms_opts;
 
 const char metascale_usage[] =
@@ -37,10 +37,11 @@ const char metascale_usage[] =
     "  -n, --runs N         blocks per rank per write (default 16)\n"
     "  -b, --block BYTES    bytes per block (default 64)\n"
     "      --mode LIST      once,fresh (default both)\n"
+    "      --irregular      every other block half as long: runs no encoding can fold\n"
     "metrics: recv_per_view_mean/_max and recv_per_call_mean/_max (bytes a rank received per\n"
     "set_view and per write_at_all), peak_rss_kib_mean/_max, us_per_iter.\n" COMMON_HELP;
 
-enum { O_MODE = OPT_SUITE0 };
+enum { O_MODE = OPT_SUITE0, O_IRREGULAR };
 
 static int ms_option(int c, const char *arg, void *ctx) {
   ms_opts *o = ctx;
@@ -60,6 +61,7 @@ static int ms_option(int c, const char *arg, void *ctx) {
     case O_MODE:
       if ((o->modes = parse_choice_list(arg, mode_names, 2)) <= 0) return usage_error("metascale", "bad mode list '%s'", arg);
       return 0;
+    case O_IRREGULAR: o->irregular = 1; return 0;
     default: return usage_error("metascale", "unknown option");
   }
 }
@@ -126,13 +128,44 @@ static double loop(result *r, ms_run *c, int mode) {
   return t;
 }
 
+/* Bytes of block j. */
+static long long blen(const ms_opts *o, long long j) { return o->irregular && (j & 1) ? (o->block + 1) / 2 : o->block; }
+
+/* This rank's blocks of one slab: block j at (j * ranks + rank) * block in the slab. */
+static void make_vec(ms_run *c) {
+  const ms_opts *o = c->o;
+  int n = (int)o->runs, *len = xalloc(sizeof(int) * (size_t)n), *dsp = xalloc(sizeof(int) * (size_t)n);
+  c->piece = 0;
+  for (int j = 0; j < n; j++) {
+    len[j] = (int)blen(o, j);
+    dsp[j] = (int)(((long long)j * B.size) * o->block);
+    c->piece += len[j];
+  }
+  MPI_Type_indexed(n, len, dsp, MPI_BYTE, &c->vec);
+  free(len);
+  free(dsp);
+}
+
 /* The blocks of iteration i: the verification pattern of the file offsets they land on. */
 static void fill(ms_run *c) {
-  for (long long i = 0; i < c->o->iters; i++)
+  for (long long i = 0; i < c->o->iters; i++) {
+    unsigned char *b = c->buf + i * c->piece;
     for (long long j = 0; j < c->o->runs; j++) {
       MPI_Offset off = i * c->slab + (j * B.size + B.rank) * c->o->block;
-      pat_fill(c->buf + i * c->piece + j * c->o->block, off, (size_t)c->o->block);
+      pat_fill(b, off, (size_t)blen(c->o, j));
+      b += blen(c->o, j);
     }
+  }
+}
+
+/* For the checker: a block's bytes hold the pattern, the rest of its slot (irregular) nothing
+ * known (holes read as zeros, or what an earlier loop left). */
+static size_t span(MPI_Offset off, size_t len, const void *ctx, int *want) {
+  const ms_run *c = ctx;
+  long long b = c->o->block, slot = (off % c->slab) / b, j = slot / B.size, in = off % b, n = blen(c->o, j);
+  *want = in < n ? SPAN_PATTERN : SPAN_SKIP;
+  long long left = (in < n ? n : b) - in;
+  return (size_t)(left < (long long)len ? left : (long long)len);
 }
 
 /* Mean and maximum over ranks of v, as metrics name_mean and name_max. */
@@ -173,16 +206,16 @@ int metascale_main(int argc, char **argv) {
   static const struct option longopts[] = {
       {"iterations", required_argument, 0, 'i'}, {"runs", required_argument, 0, 'n'},
       {"block", required_argument, 0, 'b'},      {"mode", required_argument, 0, O_MODE},
-      COMMON_LONG_OPTS,                          {0, 0, 0, 0}};
+      {"irregular", no_argument, 0, O_IRREGULAR}, COMMON_LONG_OPTS, {0, 0, 0, 0}};
   int rc = parse_options("metascale", argc, argv, COMMON_SHORT "i:n:b:", longopts, ms_option, &o);
   if (rc) return rc;
   if (o.block * o.runs * B.size > (1LL << 30) || o.block * o.runs * o.iters > (1LL << 30))
     return usage_error("metascale", "runs, block and iterations too large");
   char path[4096];
-  ms_run c = {.o = &o, .path = test_path(path, sizeof path, "metascale.dat"), .piece = o.runs * o.block};
-  c.slab = c.piece * B.size;
+  ms_run c = {.o = &o, .path = test_path(path, sizeof path, "metascale.dat")};
+  c.slab = o.runs * o.block * B.size;
   *(void **)&c.bytes = dlsym(RTLD_DEFAULT, "pario_below_bytes");
-  MPI_Type_vector((int)o.runs, (int)o.block, (int)(o.block * B.size), MPI_BYTE, &c.vec);
+  make_vec(&c);
   c.buf = xalloc((size_t)(c.piece * o.iters));
   fill(&c);
   for (int m = 0; m < 2; m++) {
@@ -190,20 +223,23 @@ int metascale_main(int argc, char **argv) {
     result r;
     char b[32];
     res_init(&r, "metascale", mode_names[m]);
+    jo_str(&r.params, "mode", mode_names[m]);
     jo_int(&r.params, "ranks", B.size);
     jo_int(&r.params, "iterations", o.iters);
     jo_int(&r.params, "runs", o.runs);
     jo_int(&r.params, "block", o.block);
     jo_bool(&r.params, "counted", c.bytes != NULL);
+    jo_bool(&r.params, "irregular", o.irregular);
     res_common_params(&r);
-    snprintf(r.label, sizeof r.label, "%-5s %d ranks, %lld runs of %s", mode_names[m], B.size, o.runs,
-             size_str(o.block, b, sizeof b));
+    snprintf(r.label, sizeof r.label, "%-5s %d ranks, %lld runs of %s%s", mode_names[m], B.size, o.runs,
+             size_str(o.block, b, sizeof b), o.irregular ? " (irregular)" : "");
     c.view_b = c.call_b = 0;
     c.nviews = c.ncalls = 0;
     double secs = loop(&r, &c, m);
     if (res_ok_everywhere(&r) && B.verify) {
       if (B.inject) corrupt_byte(c.path, c.slab / 2);
-      pat_verify_file(&r, c.path, c.slab * o.iters, NULL, NULL);
+      long long last = o.runs - 1, size = (o.iters - 1) * c.slab + (last * B.size + B.size - 1) * o.block + blen(&o, last);
+      pat_verify_file(&r, c.path, size, span, &c);
     }
     report(&r, &c, m, secs);
   }

@@ -479,7 +479,7 @@ METASCALE = (("recv_per_call_max", "bytes", "bytes received per collective write
 
 def metascale_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
     groups = [g for g in groups if g.suite == "metascale"]
-    keys = ["mode"] + [k for k in varying_params(groups) if k not in ("mode", "ranks")]
+    keys = ["mode"] + [k for k in varying_params(groups) if k not in ("mode", "ranks", "iterations")]
     figs: List[Figure] = []
     for metric, unit, what in METASCALE:
         gs = [g for g in groups if g.median(metric) is not None]

@@ -213,7 +213,7 @@ double jo_spread(jobj *o, const char *k, const double *v, int n);
 /* ---- suites ------------------------------------------------------------------------------ */
 
 extern const char overlap_usage[], cfs_usage[], noncontig_usage[], sharedfp_usage[], btio_usage[],
-    remote_usage[], datarep_usage[], viewswitch_usage[];
+    remote_usage[], datarep_usage[], viewswitch_usage[], metascale_usage[];
 int overlap_main(int argc, char **argv);
 int cfs_main(int argc, char **argv);
 int noncontig_main(int argc, char **argv);
@@ -222,5 +222,6 @@ int btio_main(int argc, char **argv);
 int remote_main(int argc, char **argv);
 int datarep_main(int argc, char **argv);
 int viewswitch_main(int argc, char **argv);
+int metascale_main(int argc, char **argv);
 
 #endif

@@ -39,6 +39,7 @@ PARAMS = {
     "remote": "test mode block_size size_per_rank depth servers repeat hints",
     "datarep": "datarep access size hints",
     "viewswitch": "iterations piece block info repeat hints",
+    "metascale": "mode ranks iterations runs block counted irregular hints",
 }
 METRICS = {
     "overlap": "reduce_p_time reduce_s_time ratio reduce_ps_time p_avg_calc p_avg_io s_avg_calc "
@@ -48,6 +49,7 @@ METRICS = {
     "remote": "seconds mb_per_s mb_per_s_min mb_per_s_max requests_per_s",
     "datarep": "seconds mb_per_s",
     "viewswitch": "seconds us_per_iter mb_per_s",
+    "metascale": "seconds us_per_iter peak_rss_kib_mean peak_rss_kib_max",
 }
 # limits mode: the figures with a spread, and (metric, limit, how share is computed) per test.
 SPREAD = {"overlap": "ratio seconds mb_per_s ideal_ratio share", "noncontig": "seconds mb_per_s",

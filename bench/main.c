@@ -1,6 +1,7 @@
 /* pario-bench: the parallel I/O experiments of pario's seed papers as one MPI program with
- * subcommands (overlap, cfs, noncontig, sharedfp, btio, remote, datarep, viewswitch). Uses only the standard
- * MPI-IO API, so the same binary measures the native MPI-IO and pario (LD_PRELOAD=libpario.so). */
+ * subcommands (overlap, cfs, noncontig, sharedfp, btio, remote, datarep, viewswitch,
+ * metascale). Uses only the standard MPI-IO API, so the same binary measures the native
+ * MPI-IO and pario (LD_PRELOAD=libpario.so). */
 #include "bench.h"
 
 #include <ctype.h>
@@ -24,6 +25,8 @@ static const suite_entry suites[] = {
     {"remote", "transfer rate against clients and servers, blocking and pipelined (RIO)", remote_main, remote_usage},
     {"datarep", "doubles through native and external32 views: the cost of conversion (RIO)", datarep_main, datarep_usage},
     {"viewswitch", "HDF5-like collective writes with a view set and reset around each", viewswitch_main, viewswitch_usage},
+    {"metascale", "bytes received per set_view and per collective write, and peak memory, against ranks", metascale_main,
+     metascale_usage},
 };
 #define NSUITES (int)(sizeof suites / sizeof suites[0])
 

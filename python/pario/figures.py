@@ -5,6 +5,7 @@
   noncontig  PIOviz/HPIO: independent against collective bandwidth over region size
   sharedfp   Vanegas ch. 5: shared-pointer bandwidth against rank count, one curve per mode
   btio       RIO/BTIO: compute and I/O time breakdown per configuration
+  metascale  issue 34: bytes received per collective write and per set_view, peak memory, against ranks
 
 Every function takes the Groups of its suite and an output directory, writes each figure
 there as PNG and SVG and returns (PNG file name, caption) pairs. Native is drawn solid, pario
@@ -334,8 +335,8 @@ def _scale_y(axes, values: Sequence[float]) -> None:
 
 
 def _line_panels(groups: Sequence[Group], out_dir: str, name: str, x_param: str, keys: Sequence[str],
-                 title: str, xlabel: str) -> Optional[str]:
-    """One panel per MPI flavour of metric mb_per_s against x_param, each with its legend."""
+                 title: str, xlabel: str, metric: str = "mb_per_s", ylabel: str = "MB/s") -> Optional[str]:
+    """One panel per MPI flavour of metric (mb_per_s) against x_param, each with its legend."""
     mpis = _mpis(groups)
     if not mpis:
         return None
@@ -343,13 +344,13 @@ def _line_panels(groups: Sequence[Group], out_dir: str, name: str, x_param: str,
     values: List[float] = []
     for ax, mpi in zip(axes, mpis):
         sel = [g for g in groups if g.mpi == mpi]
-        drawn = _curves(ax, sel, x_param, "mb_per_s", keys)
+        drawn = _curves(ax, sel, x_param, metric, keys)
         if not drawn:
             _empty(ax)
         values += drawn
-        _title(ax, f"{title} ({mpi})", sel, "mb_per_s")
+        _title(ax, f"{title} ({mpi})", sel, metric)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("MB/s")
+        ax.set_ylabel(ylabel)
         _legend(ax)
     _scale_y(axes, values)
     return _save(fig, out_dir, name)
@@ -470,12 +471,35 @@ def btio_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
                    + (" (medians of the runs; whiskers: range of the total time)." if repeated else "."))]
 
 
+# -- metascale ---------------------------------------------------------------------------
+METASCALE = (("recv_per_call_max", "bytes", "bytes received per collective write, busiest rank"),
+             ("recv_per_view_max", "bytes", "bytes received per set_view, busiest rank"),
+             ("peak_rss_kib_max", "KiB", "peak RSS, largest rank"))
+
+
+def metascale_figures(groups: Sequence[Group], out_dir: str) -> List[Figure]:
+    groups = [g for g in groups if g.suite == "metascale"]
+    keys = ["mode"] + [k for k in varying_params(groups) if k not in ("mode", "ranks", "iterations")]
+    figs: List[Figure] = []
+    for metric, unit, what in METASCALE:
+        gs = [g for g in groups if g.median(metric) is not None]
+        name = _line_panels(gs, out_dir, f"metascale-{_slug(metric)}.png", "ranks", keys, what, "ranks",
+                            metric, unit) if gs else None
+        if name:
+            figs.append((name, f"Metadata against rank count (issue 34): {what}, one curve per mode "
+                               "('fresh': a new filetype at every write, 'once': one view) and implementation; "
+                               "bytes as the PMPI tool below the MPI-IO counted them (OMPIO's calls pass "
+                               "below PMPI: 0)." + _repeat_note(gs, metric)))
+    return figs
+
+
 FIGURES = {
     "overlap": overlap_figures,
     "cfs": cfs_figures,
     "noncontig": noncontig_figures,
     "sharedfp": sharedfp_figures,
     "btio": btio_figures,
+    "metascale": metascale_figures,
 }
 
 

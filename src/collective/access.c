@@ -151,12 +151,16 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
   c->nvsets = f->hints.coll_view_cache; /* a shared hint: the same on every rank */
   mine.disp = s->view->disp;
   mine.vhit = coll_views_probe(c, s->view);
+  pario_view_defer_words(f, s, mine.vdef);
   MPI_Request rq;
   MPI_Status st;
   uint64_t t0 = PARIO_TRACE_T0();
   PMPI_Iallgather(&mine, COLL_INFO_WORDS, MPI_LONG_LONG, c->info, COLL_INFO_WORDS, MPI_LONG_LONG, c->comm, &rq);
   pario_wait_all(1, &rq, &st);
   PARIO_TRACE_SPAN(PARIO_TC_COLL, "wait_allgather", t0, PARIO_TA("bytes", n));
+  /* earlier set_views' agreement: a difference fails the call on every rank, before any I/O */
+  int vrc = pario_view_defer_settle(f, s, op, c->comm, c->info[0].vdef, COLL_INFO_WORDS, c->np, !c->nb);
+  if (vrc != MPI_SUCCESS) return vrc;
   /* every rank reaches the same decision from the same data */
   int hint = rw == PARIO_WRITE ? f->hints.romio_cb_write : f->hints.romio_cb_read;
   int shared = coll_shared_cache_read(rw == PARIO_WRITE, f->hints.romio_cb_read, f->nodes, f->hints.cb_nodes_given);

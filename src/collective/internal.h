@@ -7,6 +7,9 @@
 #include "collective/collective.h"
 #include "collective/plan.h"
 
+_Static_assert(sizeof(((struct coll_info *)0)->vdef) == PARIO_VDEF_WORDS * sizeof(long long),
+               "coll_info carries set_view's deferred agreement");
+
 /* One rank's view header, allgathered as COLL_VHDR_WORDS MPI_LONG_LONGs before the runs. */
 struct coll_view_hdr {
   long long disp, esize, contiguous; /* the view */

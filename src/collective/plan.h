@@ -22,6 +22,7 @@ struct coll_info {
                             sieving read of it would read all of [first, last)) */
   long long disp;        /* its view's displacement (the view cache keeps the rest, viewx.c) */
   long long vhit;        /* the view cache's sets whose entry for this rank is its view (bits) */
+  long long vdef[3];     /* set_view's deferred agreement (pario_view_defer_words, core/file.h) */
 };
 enum { COLL_INFO_WORDS = sizeof(struct coll_info) / sizeof(long long) };
 _Static_assert(sizeof(struct coll_info) == COLL_INFO_WORDS * sizeof(long long), "coll_info is words");

@@ -12,6 +12,23 @@
 #include "driver/driver.h"
 #include "view/view.h"
 
+/* set_view's deferred agreement (setview.c, docs/collective.md "Deferred set_view"): while
+ * `on` (the same on every rank: set only where ranks agree), set_view checks its arguments
+ * locally and makes no collective; what the agreement would compare travels with the next
+ * collective data access (its allgather), a set_view that agrees, or close: chk sums a hash of
+ * (number, etype size, datarep) of every set_view (of (number, failure) for one that failed
+ * here), errs counts those that failed here; base and ebase are both at the last settle that
+ * reported a difference. flags: what a deferred set_view left for the next settle. */
+enum { PARIO_VDEF_HINTS = 1, /* its info changed a hint here (applied here only) */
+       PARIO_VDEF_LAYER = 2, /* a layer voted (the shared pointer was used): not reset */
+       PARIO_VDEF_VOTES = 4  /* (in a settle's words) a layer votes here now */ };
+enum { PARIO_VDEF_WORDS = 3 };
+typedef struct pario_vdefer {
+  int on;
+  unsigned long long chk, base;
+  long long errs, ebase, flags;
+} pario_vdefer;
+
 typedef struct pario_file {
   uint64_t magic;
   MPI_Comm comm;       /* private duplicate of the user's communicator */
@@ -46,6 +63,7 @@ typedef struct pario_file {
    * by read calls. Atomic adds: the engine's threads read too. */
   unsigned long long bytes_read_file, bytes_requested;
   void *layer_state[PARIO_SLOTS]; /* each upper layer's per-file state (core/layer.h) */
+  pario_vdefer vdef;              /* set_view's deferred agreement (setview.c), under lock */
 } pario_file;
 
 /* What one access runs under, fixed when the operation starts: nonblocking and split
@@ -54,6 +72,7 @@ typedef struct pario_file {
 typedef struct pario_snap {
   pario_view *view; /* held */
   int atomic;
+  long long vdef[PARIO_VDEF_WORDS]; /* the deferred agreement as of the start (setview.c) */
 } pario_snap;
 
 void pario_snap_take(pario_file *f, pario_snap *s);
@@ -135,6 +154,22 @@ void pario_view_drop(pario_view *v);
 /* Make the hints say what is in effect (cb_nodes within the rank count, write sieving off
  * where byte-range locks do not work); after open, set_info and set_view. */
 void pario_hints_settle(pario_file *f);
+/* New hints nh in effect (under f->lock: settled, direct I/O applied), then the layers' set_info
+ * hooks; the caller made them agree and quiesced where needed. */
+void pario_hints_install(pario_file *f, const pario_hints *nh);
+/* set_view's deferred agreement (pario_vdefer). pario_view_defer_words: what this rank sends
+ * with a collective call that settles it (s: the call's snapshot). pario_view_defer_settle,
+ * with every rank's words (all: rank 0's, stride words apart) over comm, at the same call on
+ * every rank: the same result everywhere, MPI_ERR_NOT_SAME or MPI_ERR_ARG naming op where an
+ * earlier set_view differed between ranks or failed on one (the call then does nothing);
+ * reconciles hints a deferred set_view changed (collective over comm, only then); decides
+ * whether later set_views defer where may_switch (a call the caller's thread makes: one the
+ * engine runs may still be running on another rank at that rank's next set_view). pario_view_defer_close: the same at close (collective over
+ * f->comm; every rank has closed when it returns), code the close's own result so far. */
+void pario_view_defer_words(pario_file *f, const pario_snap *s, long long w[PARIO_VDEF_WORDS]);
+int pario_view_defer_settle(pario_file *f, const pario_snap *s, const char *op, MPI_Comm comm, const long long *all,
+                            size_t stride, int np, int may_switch);
+int pario_view_defer_close(pario_file *f, const char *op, int code);
 
 /* Data access (core/io.c). pos is a byte position in the data stream of the snapshot's view. */
 enum { PARIO_READ = 0, PARIO_WRITE = 1 };

@@ -56,12 +56,7 @@ int pario_set_info(pario_file *f, const char *op, MPI_Info info) {
   pario_hints_update(&nh, info);
   if (pario_hints_agree(f->comm, &nh, NULL, 0) != MPI_SUCCESS)
     return pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement on hints failed");
-  pthread_mutex_lock(&f->lock);
-  f->hints = nh;
-  pario_hints_settle(f);
-  pario_direct_io_apply(f);
-  pthread_mutex_unlock(&f->lock);
-  pario_layers_set_info(f);
+  pario_hints_install(f, &nh);
   return MPI_SUCCESS;
 }
 

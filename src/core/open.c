@@ -232,8 +232,9 @@ int pario_close(pario_file *f) {
   int e = f->drv->close(f->dh);
   f->dh = NULL;
   if (e && code == MPI_SUCCESS) code = pario_err(pario_errno_class(e), op, f->filename, e, "close failed");
-  /* Everyone has closed before anything shared goes away. */
-  PMPI_Barrier(f->comm);
+  /* Everyone has closed before anything shared goes away: the agreement deferred by earlier
+   * set_views is settled in the same step. */
+  code = pario_view_defer_close(f, op, code);
   pario_layers_release(f);
   if ((f->amode & MPI_MODE_DELETE_ON_CLOSE) && f->rank == 0) {
     char why[PARIO_DRV_WHY] = "";

@@ -59,6 +59,9 @@ void pario_snap_take(pario_file *f, pario_snap *s) {
   s->view = f->view;
   view_hold(s->view);
   s->atomic = f->atomic;
+  s->vdef[0] = (long long)f->vdef.chk;
+  s->vdef[1] = f->vdef.errs;
+  s->vdef[2] = f->vdef.flags;
   pthread_mutex_unlock(&f->lock);
 }
 
@@ -113,6 +116,114 @@ static unsigned long hash_str(const char *s) {
   unsigned long h = 5381;
   while (*s) h = h * 33 + (unsigned char)*s++;
   return h & 0x3fffffff;
+}
+
+void pario_hints_install(pario_file *f, const pario_hints *nh) {
+  pthread_mutex_lock(&f->lock);
+  f->hints = *nh;
+  pario_hints_settle(f);
+  pario_direct_io_apply(f);
+  pthread_mutex_unlock(&f->lock);
+  pario_layers_set_info(f);
+}
+
+/* Install view nv (set_view's last step) with hints nh, new ones where changed (the layers
+ * hear of them after). */
+static void view_install(pario_file *f, pario_view *nv, const pario_hints *nh, int changed) {
+  pthread_mutex_lock(&f->lock);
+  pario_view *old = f->view;
+  f->view = nv;
+  f->view_gen = nv->gen;
+  f->fp_ind = 0;
+  pthread_mutex_unlock(&f->lock);
+  pario_view_drop(old);
+  if (changed) pario_hints_install(f, nh);
+}
+
+/* ---- the deferred agreement (pario_vdefer in core/file.h) ---- */
+
+/* One set_view in pario_vdefer.chk: its number and, where it succeeded here, its etype size
+ * and datarep (esize -1: it failed here). A sum of these, so a settle that reported a
+ * difference can start afresh (base) and the order of the set_views still counts. */
+static unsigned long long vdef_hash(unsigned long gen, long long esize, const char *datarep) {
+  unsigned long long x = (unsigned long long)gen * 0x9E3779B97F4A7C15ull ^ (unsigned long long)esize * 0xD6E8FEB86659FD93ull ^
+                         (datarep ? hash_str(datarep) : 0x5bd1e995ull);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull; /* splitmix64's finaliser */
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+static int vdef_layer_err(pario_file *f, const char *op) {
+  return pario_err(MPI_ERR_OTHER, op, f->filename, 0,
+                   "the shared file pointer was used since the last collective call and an earlier set_view, "
+                   "whose agreement was deferred, did not reset it");
+}
+
+void pario_view_defer_words(pario_file *f, const pario_snap *s, long long w[PARIO_VDEF_WORDS]) {
+  long long votes[PARIO_SLOTS];
+  pario_layers_view_votes(f, votes);
+  pthread_mutex_lock(&f->lock);
+  w[0] = (long long)((unsigned long long)s->vdef[0] - f->vdef.base);
+  w[1] = s->vdef[1] - f->vdef.ebase;
+  w[2] = s->vdef[2];
+  pthread_mutex_unlock(&f->lock);
+  for (int i = 0; i < PARIO_SLOTS; i++)
+    if (votes[i]) w[2] |= PARIO_VDEF_VOTES;
+}
+
+/* The deferred set_views' hints reach every rank: rank 0's shared ones win (as in set_view). */
+static int vdef_hints(pario_file *f, const char *op, MPI_Comm comm) {
+  pario_hints nh;
+  pthread_mutex_lock(&f->lock);
+  memcpy(&nh, &f->hints, sizeof nh);
+  pthread_mutex_unlock(&f->lock);
+  if (pario_hints_agree(comm, &nh, NULL, 0) != MPI_SUCCESS)
+    return pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement on the hints of an earlier set_view failed");
+  pario_hints_install(f, &nh);
+  return MPI_SUCCESS;
+}
+
+int pario_view_defer_settle(pario_file *f, const pario_snap *s, const char *op, MPI_Comm comm, const long long *all,
+                            size_t stride, int np, int may_switch) {
+  long long flags = 0;
+  int differ = 0, failed = -1, rc = MPI_SUCCESS;
+  for (int r = 0; r < np; r++) {
+    const long long *w = all + (size_t)r * stride;
+    flags |= w[2];
+    differ |= w[0] != all[0];
+    if (w[1] != all[1] && failed < 0) failed = w[1] > all[1] ? r : 0;
+  }
+  if (flags & PARIO_VDEF_HINTS) rc = vdef_hints(f, op, comm);
+  pthread_mutex_lock(&f->lock);
+  if (may_switch) f->vdef.on = !(flags & (PARIO_VDEF_VOTES | PARIO_VDEF_LAYER)) && !(f->amode & MPI_MODE_SEQUENTIAL);
+  f->vdef.flags &= ~s->vdef[2];
+  if (failed >= 0 || differ || (flags & PARIO_VDEF_LAYER))
+    f->vdef.base = (unsigned long long)s->vdef[0], f->vdef.ebase = s->vdef[1];
+  pthread_mutex_unlock(&f->lock);
+  if (rc != MPI_SUCCESS) return rc;
+  if (failed >= 0)
+    return pario_err(MPI_ERR_ARG, op, f->filename, 0,
+                     "an earlier set_view failed on rank %d (its agreement was deferred to this call)", failed);
+  if (differ)
+    return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0,
+                     "an earlier set_view's etype size or datarep differed between ranks (its agreement was "
+                     "deferred to this call)");
+  return flags & PARIO_VDEF_LAYER ? vdef_layer_err(f, op) : MPI_SUCCESS;
+}
+
+int pario_view_defer_close(pario_file *f, const char *op, int code) {
+  pario_snap s;
+  long long w[PARIO_VDEF_WORDS];
+  pario_snap_take(f, &s);
+  pario_view_defer_words(f, &s, w);
+  pario_snap_drop(&s);
+  long long v[5] = {w[0], -w[0], w[1], -w[1], w[2] & PARIO_VDEF_LAYER}, r[5];
+  if (pario_allreduce_max(v, r, 5, MPI_LONG_LONG, f->comm) != MPI_SUCCESS || code != MPI_SUCCESS) return code;
+  if (r[2] != -r[3]) return pario_err(MPI_ERR_ARG, op, f->filename, 0, "an earlier set_view failed on another rank (its agreement was deferred)");
+  if (r[0] != -r[1])
+    return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0,
+                     "an earlier set_view's etype size or datarep differed between ranks (its agreement was deferred)");
+  return r[4] ? vdef_layer_err(f, op) : MPI_SUCCESS;
 }
 
 /* What check_view found: the native typemaps, and under a representation other than native
@@ -191,12 +302,20 @@ static int check_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Dataty
 }
 
 /* Agreement on the arguments: the worst local error, etype size, datarep, whether any rank's
- * info changes a hint (new_hints: whether this rank's does), and one value per layer
- * (core/layer.h). 0 or an error code. */
+ * info changes a hint (new_hints: whether this rank's does), what deferred set_views left
+ * (pario_vdefer: it is settled here), and one value per layer (core/layer.h). 0 or an error
+ * code. Later set_views defer when no layer voted. */
 static int view_agree(pario_file *f, const char *op, int code, MPI_Offset esize,
                       const char *datarep, int new_hints, long long votes[PARIO_SLOTS], int *any_info) {
-  enum { N = 6 };
-  long long v[N + PARIO_SLOTS] = {code != MPI_SUCCESS, 0, 0, 0, 0, new_hints}, r[N + PARIO_SLOTS];
+  enum { N = 11 };
+  pario_snap s;
+  long long w[PARIO_VDEF_WORDS];
+  pario_snap_take(f, &s);
+  pario_view_defer_words(f, &s, w);
+  pario_snap_drop(&s);
+  long long v[N + PARIO_SLOTS] = {code != MPI_SUCCESS, 0, 0, 0, 0, new_hints || (w[2] & PARIO_VDEF_HINTS), w[0], -w[0],
+                                  w[1], -w[1], w[2] & PARIO_VDEF_LAYER},
+            r[N + PARIO_SLOTS];
   pario_layers_view_votes(f, v + N);
   if (code == MPI_SUCCESS) {
     v[1] = esize;
@@ -206,7 +325,20 @@ static int view_agree(pario_file *f, const char *op, int code, MPI_Offset esize,
   }
   if (pario_allreduce_max(v, r, N + PARIO_SLOTS, MPI_LONG_LONG, f->comm) != MPI_SUCCESS && code == MPI_SUCCESS)
     code = pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement among ranks failed");
+  long long voted = 0;
+  for (int i = 0; i < PARIO_SLOTS; i++) voted |= r[N + i];
+  int earlier = r[6] != -r[7] || r[8] != -r[9] || r[10];
+  pthread_mutex_lock(&f->lock);
+  f->vdef.on = !voted && !(f->amode & MPI_MODE_SEQUENTIAL);
+  f->vdef.flags &= ~s.vdef[2];
+  if (earlier) f->vdef.base = (unsigned long long)s.vdef[0], f->vdef.ebase = s.vdef[1];
+  pthread_mutex_unlock(&f->lock);
   if (code != MPI_SUCCESS) return code;
+  if (r[8] != -r[9])
+    return pario_err(MPI_ERR_ARG, op, f->filename, 0, "an earlier set_view failed on another rank (its agreement was deferred)");
+  if (r[6] != -r[7])
+    return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "an earlier set_view's etype size or datarep differed between ranks (its agreement was deferred)");
+  if (r[10]) return vdef_layer_err(f, op);
   if (r[0]) return pario_err(MPI_ERR_ARG, op, f->filename, 0, "invalid view arguments on another rank");
   if (r[1] != -r[2]) return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "etype size differs between ranks");
   if (r[3] != -r[4]) return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "datarep differs between ranks");
@@ -237,6 +369,37 @@ static pario_view *view_make(pario_file *f, MPI_Offset disp, MPI_Datatype etype,
   return nv;
 }
 
+/* set_view while the agreement is deferred: no collective. Hints this rank's info changes
+ * apply here at once (after this rank's operations finished) and reach the others at the next
+ * settle; layers are told that no rank voted (the shared pointer restarts at 0 where nobody
+ * used it; one used since the last settle is reported there). A failure here is this rank's
+ * error now and every rank's at the next settle. */
+static int view_deferred(pario_file *f, const char *op, int code, MPI_Offset disp, MPI_Datatype etype,
+                         MPI_Datatype filetype, const char *datarep, view_args *a, const pario_hints *nh) {
+  long long votes[PARIO_SLOTS] = {0}, mine[PARIO_SLOTS];
+  int voted = 0, new_hints = code == MPI_SUCCESS && memcmp(nh, &f->hints, sizeof *nh) != 0;
+  pario_layers_view_votes(f, mine);
+  for (int i = 0; i < PARIO_SLOTS; i++) voted |= mine[i] != 0;
+  if (new_hints) pario_layers_quiesce(f);
+  int rc = code == MPI_SUCCESS ? pario_layers_set_view(f, op, &disp, votes) : code;
+  pario_view *nv = rc == MPI_SUCCESS ? view_make(f, disp, etype, filetype, datarep, a) : NULL;
+  pario_typemap_free(a->fown);
+  if (rc == MPI_SUCCESS && !nv) rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
+  pthread_mutex_lock(&f->lock);
+  if (rc != MPI_SUCCESS) {
+    f->view_gen++; /* every rank counts every set_view */
+    f->vdef.chk += vdef_hash(f->view_gen, -1, NULL);
+    f->vdef.errs++;
+    pthread_mutex_unlock(&f->lock);
+    return rc;
+  }
+  f->vdef.chk += vdef_hash(nv->gen, nv->esize, datarep);
+  f->vdef.flags |= (voted ? PARIO_VDEF_LAYER : 0) | (new_hints ? PARIO_VDEF_HINTS : 0);
+  pthread_mutex_unlock(&f->lock);
+  view_install(f, nv, nh, new_hints);
+  return MPI_SUCCESS;
+}
+
 int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype etype,
                    MPI_Datatype filetype, const char *datarep, MPI_Info info) {
   view_args a = {0};
@@ -249,6 +412,10 @@ int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype 
   pario_hints nh;
   memcpy(&nh, &f->hints, sizeof nh); /* padding too: the comparison is bytewise */
   if (info != MPI_INFO_NULL) pario_hints_update(&nh, info);
+  pthread_mutex_lock(&f->lock);
+  int defer = f->vdef.on;
+  pthread_mutex_unlock(&f->lock);
+  if (defer) return view_deferred(f, op, code, disp, etype, filetype, datarep, &a, &nh);
   code = view_agree(f, op, code, a.esize, datarep, memcmp(&nh, &f->hints, sizeof nh) != 0, votes, &any_info);
   if (code != MPI_SUCCESS) {
     pario_typemap_free(a.fown);
@@ -268,16 +435,6 @@ int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype 
   pario_typemap_free(a.fown); /* still ours when no view took it */
   if (rc != MPI_SUCCESS) return rc;
   if (!nv) return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
-  pthread_mutex_lock(&f->lock);
-  pario_view *old = f->view;
-  f->view = nv;
-  f->view_gen = nv->gen;
-  f->fp_ind = 0;
-  f->hints = nh;
-  pario_hints_settle(f);
-  if (any_info) pario_direct_io_apply(f);
-  pthread_mutex_unlock(&f->lock);
-  pario_view_drop(old);
-  if (any_info) pario_layers_set_info(f);
+  view_install(f, nv, &nh, any_info);
   return MPI_SUCCESS;
 }

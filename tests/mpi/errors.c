@@ -85,6 +85,70 @@ static void access_errors(void) {
   MPI_File_close(&fh);
 }
 
+/* A set_view that differs between ranks or fails on one (rc): set_view may fail on every rank
+ * with cls, or (its agreement deferred, docs/collective.md) one rank's fails now and every rank's
+ * next collective call fails with cls, writing nothing (the file stays intact). */
+static void deferred_err(MPI_File fh, int rc, int cls) {
+  int failed = rc != MPI_SUCCESS, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (any == np) {
+    CHECK_ERR(rc, cls, "MPI_File_set_view", path);
+    return;
+  }
+  if (failed) CHECK_ERR(rc, cls, "MPI_File_set_view", path);
+  char junk[16];
+  memset(junk, 0xee, sizeof junk);
+  CHECK_ERR(MPI_File_write_at_all(fh, 0, junk, 8, MPI_BYTE, MPI_STATUS_IGNORE), cls, "MPI_File_write_at_all", path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  check_prefill_intact();
+  CHECK_ERR(MPI_File_write_at_all(fh, 0, junk, 0, MPI_BYTE, MPI_STATUS_IGNORE), MPI_SUCCESS, "MPI_File_write_at_all", path);
+}
+
+/* Deferred set_view agreement: one rank's bad arguments, and hints passed on one rank only
+ * (they reach every rank, rank 0's shared ones winning, before the next collective access). */
+static void deferred_view_errors(void) {
+  MPI_File fh;
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
+  MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+  if (np > 1) {
+    deferred_err(fh, MPI_File_set_view(fh, rank == 1 ? -4 : 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL), MPI_ERR_ARG);
+    deferred_err(fh, MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, rank == 1 ? "external32" : "native", MPI_INFO_NULL),
+                 MPI_ERR_NOT_SAME);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "cb_nodes", "1");
+    CHECK_ERR(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", rank == 0 ? info : MPI_INFO_NULL), MPI_SUCCESS,
+              "MPI_File_set_view", path);
+    MPI_Info_free(&info);
+    char b[16];
+    CHECK_ERR(MPI_File_read_at_all(fh, rank, b, 1, MPI_BYTE, MPI_STATUS_IGNORE), MPI_SUCCESS, "MPI_File_read_at_all", path);
+    CHECK(b[0] == (char)rank, "read_at_all after a set_view with hints on one rank: %d", b[0]);
+    MPI_File_get_info(fh, &info);
+    char v[MPI_MAX_INFO_VAL + 1] = "";
+    int flag = 0, n, lo, hi;
+    MPI_Info_get(info, "cb_nodes", MPI_MAX_INFO_VAL, v, &flag);
+    MPI_Info_free(&info);
+    n = flag ? atoi(v) : -1;
+    MPI_Allreduce(&n, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&n, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(lo == 1 && hi == 1, "cb_nodes from rank 0's set_view info reaches every rank: %d..%d", lo, hi);
+    /* The shared pointer first used since the last collective access: a deferred set_view
+     * cannot reset it alone; the next collective access says so on every rank (nobody hangs),
+     * and the set_view after that agrees and resets it. */
+    if (rank == 0) MPI_File_read_shared(fh, b, 1, MPI_BYTE, MPI_STATUS_IGNORE);
+    CHECK_ERR(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL), MPI_SUCCESS, "MPI_File_set_view", path);
+    int rc = MPI_File_read_at_all(fh, 0, b, 1, MPI_BYTE, MPI_STATUS_IGNORE), bad = rc != MPI_SUCCESS, nbad = 0;
+    MPI_Allreduce(&bad, &nbad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(nbad == 0 || nbad == np, "the shared pointer's report reaches every rank alike (%d of %d failed)", nbad, np);
+    if (bad) CHECK_ERR(rc, MPI_ERR_OTHER, "MPI_File_read_at_all", path);
+    CHECK_ERR(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL), MPI_SUCCESS, "MPI_File_set_view", path);
+    MPI_Offset sp = -1;
+    MPI_File_get_position_shared(fh, &sp);
+    CHECK(sp == 0, "set_view resets the shared pointer: %lld", (long long)sp);
+  }
+  CHECK_ERR(MPI_File_close(&fh), MPI_SUCCESS, "MPI_File_close", path);
+}
+
 static void view_errors(void) {
   MPI_File fh;
   MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
@@ -105,10 +169,9 @@ static void view_errors(void) {
   /* data access size not a multiple of the etype */
   MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL);
   CHECK_ERR(MPI_File_write(fh, "abc", 3, MPI_CHAR, MPI_STATUS_IGNORE), MPI_ERR_TYPE, "MPI_File_write", path);
-  if (np > 1) { /* etype size differing between ranks */
-    CHECK_ERR(MPI_File_set_view(fh, 0, rank ? MPI_INT : MPI_DOUBLE, rank ? MPI_INT : MPI_DOUBLE, "native", MPI_INFO_NULL),
-              MPI_ERR_NOT_SAME, "MPI_File_set_view", path);
-  }
+  if (np > 1) /* etype size differing between ranks: at set_view, or at the next collective call */
+    deferred_err(fh, MPI_File_set_view(fh, 0, rank ? MPI_INT : MPI_DOUBLE, rank ? MPI_INT : MPI_DOUBLE, "native",
+                                       MPI_INFO_NULL), MPI_ERR_NOT_SAME);
   MPI_Type_free(&three);
   MPI_Type_free(&dec);
   MPI_File_close(&fh);
@@ -157,6 +220,7 @@ int main(int argc, char **argv) {
   open_errors();
   access_errors();
   view_errors();
+  deferred_view_errors();
   handle_errors();
   system_errors();
   MPI_Barrier(MPI_COMM_WORLD);

@@ -170,3 +170,34 @@ def test_bar_labels_name_numbers_and_keep_bars_apart():
     assert "margin" in keys
     label = figures._config_label(figures._config_of(gs[0], keys), keys, False)
     assert "margin=0.002" in label and "None" not in label
+
+
+def test_metascale_figures(tmp_path, drawn):
+    """pario-bench metascale: one figure per metric against the rank count, a curve per mode and
+    implementation, with a legend; bytes spanning decades on a log axis."""
+    recs = []
+    for impl, base in (("native", 20000.0), ("pario", 6000.0)):
+        for mode, extra in (("once", 0.0), ("fresh", 400.0)):
+            for ranks in (4, 16, 64):
+                recs.append({"suite": "metascale", "test": mode, "impl": impl, "impl_version": "0.1.0",
+                             "mpi": "mpich", "mpi_version": "MPICH 4.0.2", "ranks": ranks,
+                             "params": {"mode": mode, "ranks": ranks, "iterations": 5, "runs": 64, "block": 64,
+                                        "counted": True, "irregular": True, "hints": {}},
+                             "metrics": {"seconds": 0.1, "us_per_iter": 20000.0,
+                                         "recv_per_call_mean": base, "recv_per_call_max": base + extra * ranks * ranks,
+                                         "recv_per_view_mean": 1.0, "recv_per_view_max": 13.0,
+                                         "peak_rss_kib_mean": 20000.0, "peak_rss_kib_max": 21000.0 + ranks},
+                             "verified": True, "status": "ok", "error": None, "time": "2026-11-27T12:00:00Z"})
+    d = tmp_path / "res"
+    d.mkdir()
+    (d / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    html = open(build_report(str(d)), encoding="utf-8").read()
+    names = sorted(n for n in drawn if n.startswith("metascale-"))
+    assert names == ["metascale-peak-rss-kib-max.png", "metascale-recv-per-call-max.png",
+                     "metascale-recv-per-view-max.png"]
+    for n in names:
+        assert n in html
+        for _, legend, _, ax in drawn[n]:
+            assert legend
+            assert len(ax.lines) >= 4          # once and fresh, native and pario
+    assert drawn["metascale-recv-per-call-max.png"][0][0] == "log"

@@ -9,7 +9,12 @@
  * Then the file is reopened read-only and every rank reads, collectively, the block of rank
  * (r+1)%NP of each dataset and then each whole dataset, and verifies every value.
  * pario check: the MPI_File under the HDF5 file (H5Fget_vfd_handle) reports pario_sharedfp in
- * MPI_File_get_info under pario and does not natively. */
+ * MPI_File_get_info under pario and does not natively.
+ * With "count LIMIT" (and the counting tool below pario preloaded, tests/clients/pmpi/below.c)
+ * "cols" is written REPEAT more times and the collectives made per H5Dwrite are printed; under
+ * pario more than LIMIT fail the run (issue 34: at most 3). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,12 +123,32 @@ static int served_by_pario(hid_t fid, hid_t fapl) {
 
 static const char *const names[3] = {"rows", "cols", "chunked"};
 
+/* Collectives per collective H5Dwrite of "cols", as the tool below pario counts them. */
+static double count_writes(hid_t fid) {
+  enum { WARM = 2, REPEAT = 8 };
+  long (*count)(const char *) = NULL;
+  *(void **)&count = dlsym(RTLD_DEFAULT, "pario_below_count");
+  if (!count) {
+    CHECK(0, "count: the counting tool (below.so) is not preloaded");
+    return -1;
+  }
+  hid_t dset = H5Dopen2(fid, names[1], H5P_DEFAULT);
+  long before = 0;
+  for (int i = 0; i < WARM + REPEAT; i++) {
+    if (i == WARM) before = count("total");
+    transfer(dset, 1, rank, 1);
+  }
+  double per = (double)(count("total") - before) / REPEAT;
+  H5Dclose(dset);
+  return per;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &np);
-  if (argc != 3 || (strcmp(argv[1], "pario") && strcmp(argv[1], "native"))) {
-    if (rank == 0) fprintf(stderr, "usage: h5_hyperslab pario|native FILE\n");
+  if ((argc != 3 && !(argc == 5 && !strcmp(argv[3], "count"))) || (strcmp(argv[1], "pario") && strcmp(argv[1], "native"))) {
+    if (rank == 0) fprintf(stderr, "usage: h5_hyperslab pario|native FILE [count LIMIT]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   int expect_pario = strcmp(argv[1], "pario") == 0;
@@ -152,6 +177,11 @@ int main(int argc, char **argv) {
   }
   H5Pclose(dcpl);
   H5Sclose(space);
+  if (argc == 5) {
+    double per = count_writes(fid), limit = atof(argv[4]);
+    if (rank == 0) printf("h5_hyperslab: %.2f collectives per collective H5Dwrite (below the MPI-IO)\n", per);
+    CHECK(!expect_pario || per <= limit, "%.2f collectives per H5Dwrite, limit %.2f", per, limit);
+  }
   H5OK(H5Fclose(fid));
 
   fid = H5Fopen(path, H5F_ACC_RDONLY, fapl);

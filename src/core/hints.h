@@ -51,6 +51,9 @@ typedef struct pario_hints {
                                 writes in one piece (PARIO_COLL_CHUNK) */
   long long coll_window_max; /* pario_coll_window_max: largest collective window on local
                                 storage (PARIO_COLL_WINDOW_MAX) */
+  int coll_pipeline;         /* pario_coll_pipeline: an aggregator receives into its window
+                                and overlaps round k's storage access with round k+1's
+                                exchange (1, the default), or stages and waits (0) */
   int wait_mode;             /* pario_wait: PARIO_AUTO (spin on dedicated cores of an idle
                                 node, else nap),
                                 PARIO_WAIT_SPIN or PARIO_WAIT_NAP (core/comm.c) */

@@ -629,7 +629,7 @@ int coll_rounds(pario_coll_ctx *c, const coll_call *x) {
     if (rc == MPI_SUCCESS) rc = e;
     if (PARIO_TRACING()) trace_round(c, x, k, &rd, lo, hi, t0);
   }
-  int e = coll_bg_join(&bg); /* nothing runs here; a guard */
+  int e = coll_bg_end(&bg); /* no job runs here any more; the thread ends */
   if (rc == MPI_SUCCESS) rc = e;
   for (int i = 0; i < 2 && x->me_aggr >= 0; i++) { /* a read's last sends */
     pario_wait_all(c->win[i].nrq, c->win[i].rq, c->st + c->np);

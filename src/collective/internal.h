@@ -71,17 +71,22 @@ typedef struct coll_win {
   size_t ivcap;
 } coll_win;
 
-/* One storage job of the pipeline (pipeline.c): run in a thread of its own, or at once. */
+/* The storage jobs of one call's pipeline (pipeline.c): a thread of their own, made at the
+ * first job, one job at a time. Zero-initialised before the call's first job. */
 typedef struct coll_bg {
   pthread_t th;
-  int running, rc;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int started, busy, quit, rc;
   int (*fn)(coll_win *);
   coll_win *w;
 } coll_bg;
-/* Run fn(w): in a thread when async (at once when none can be started), else now. */
+/* Run fn(w): in the thread when async (at once when none can be made), else now. */
 void coll_bg_start(coll_bg *b, int async, int (*fn)(coll_win *), coll_win *w);
 /* Wait for the job started last; its result (MPI_SUCCESS when there was none). */
 int coll_bg_join(coll_bg *b);
+/* Join, and end the thread; the last job's result. */
+int coll_bg_end(coll_bg *b);
 
 /* Test knobs, read once when a context is created: PARIO_TEST_COLL_EIO=R makes rank R's
  * aggregated file accesses fail with EIO, R:N only its N-th (counted from 0 since the context

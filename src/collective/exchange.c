@@ -69,13 +69,18 @@ static size_t window_bytes(const pario_coll_ctx *c, const coll_call *x, MPI_Offs
   return sum;
 }
 
-/* Whether this aggregator's windows go directly into place (the hint), and whether two of
- * them are in flight (also local storage, where a round is many chunks: on remote storage a
- * round is one tagged access that forwarders merge across aggregators). Local decisions:
- * the messages are the same either way. */
-static int direct_ok(const pario_coll_ctx *c) { return c->f->hints.coll_pipeline; }
+/* Whether this aggregator's windows go directly into place (hint pario_coll_direct), and
+ * whether two of them are in flight (hint pario_coll_pipeline, and local storage: on remote
+ * storage a round is one tagged access that forwarders merge across aggregators; more than
+ * one round; MPI_THREAD_MULTIPLE, as the storage thread's errors are made with MPI calls).
+ * Local decisions: the messages are the same either way. Both off by default: measured
+ * slower on one node (docs/collective.md#pipeline). */
+static int direct_ok(const pario_coll_ctx *c) { return c->f->hints.coll_direct; }
 static int pipelined(const pario_coll_ctx *c, const coll_call *x) {
-  return direct_ok(c) && !c->f->drv->remote && x->me_aggr >= 0 && x->plan.rounds > 1;
+  int lvl = MPI_THREAD_SINGLE;
+  if (!c->f->hints.coll_pipeline || c->f->drv->remote || x->me_aggr < 0 || x->plan.rounds < 2) return 0;
+  PMPI_Query_thread(&lvl);
+  return lvl == MPI_THREAD_MULTIPLE;
 }
 
 /* The np-sized arrays of window w, once. */
@@ -122,7 +127,7 @@ int coll_buffers(pario_coll_ctx *c, const coll_call *x) {
   if (!coll_grow(c, COLL_SITE_PACK, &c->pack, &c->pkcap, pack))
     return pario_err(MPI_ERR_NO_MEM, x->op, f, 0, "out of memory for %zu bytes of packed data", pack);
   int ok = x->me_aggr < 0 || coll_grow(c, COLL_SITE_STAGE, &c->cbuf, &c->cbcap, (size_t)chunk_size(c, x));
-  for (int i = 0; i < (pipelined(c, x) ? 2 : 1) && ok && x->me_aggr >= 0; i++)
+  for (int i = 0, nwin = pipelined(c, x) ? 2 : 1; i < nwin && ok && x->me_aggr >= 0; i++)
     ok = win_arrays(c, &c->win[i]) && coll_grow(c, COLL_SITE_STAGE, &c->win[i].buf, &c->win[i].cap, stage);
   if (!ok) return pario_err(MPI_ERR_NO_MEM, x->op, f, 0, "out of memory for %zu staged bytes", stage);
   return MPI_SUCCESS;
@@ -151,9 +156,11 @@ static void pack_piece(const pario_coll_ctx *c, const coll_call *x, coll_piece *
   pario_mcursor_pack(&mc, q->ptr, len);
 }
 
-/* This rank's side of round k: a piece for every aggregator whose window it touches, its own
- * included (a message to itself, which lands in its window like any other), sent (write) or
- * received (read) in place when the memory is contiguous, else through c->pack. */
+/* This rank's side of round k: a piece for every aggregator whose window it touches, sent
+ * (write) or received (read) in place when the memory is contiguous, else through c->pack.
+ * Its own window's piece is a message to itself when windows are direct or pipelined, and
+ * otherwise stays where it is (c->self) for the aggregator's copy, as other ranks' pieces
+ * are staged. */
 static void own_pieces(pario_coll_ctx *c, const coll_call *x, MPI_Offset k, round *rd) {
   size_t at = 0;
   for (int i = 0; i < c->naggr && x->n > 0; i++) {
@@ -167,7 +174,9 @@ static void own_pieces(pario_coll_ctx *c, const coll_call *x, MPI_Offset k, roun
       at += (size_t)len;
       if (x->rw == PARIO_WRITE) pack_piece(c, x, q, len);
     }
-    if (x->rw == PARIO_WRITE) {
+    if (q->peer == c->rank && c->self_local) {
+      c->self = q->ptr; /* its window takes it from here */
+    } else if (x->rw == PARIO_WRITE) {
       PMPI_Isend(q->ptr, len, MPI_BYTE, q->peer, TAG, c->comm, &c->reqs[rd->nreq++]);
     } else {
       PMPI_Irecv(q->ptr, len, MPI_BYTE, q->peer, MPI_ANY_TAG, c->comm, &c->reqs[rd->nreq++]);
@@ -311,6 +320,7 @@ static void win_post(pario_coll_ctx *c, const coll_call *x, coll_win *w, int tag
   uint64_t t0 = PARIO_TRACE_T0();
   for (int i = 0; i < w->npc; i++) {
     const coll_piece *q = &w->pc[i];
+    if (q->peer == c->rank && c->self_local) continue; /* this rank's own data, in place */
     int one = w->direct && w->ty[i] != MPI_DATATYPE_NULL, n = one ? 1 : (int)(q->e - q->s);
     MPI_Datatype t = one ? w->ty[i] : MPI_BYTE;
     if (x->rw == PARIO_WRITE) PMPI_Irecv(q->ptr, n, t, q->peer, tag, c->comm, &w->rq[w->nrq++]);
@@ -332,8 +342,9 @@ static void win_open(pario_coll_ctx *c, const coll_call *x, coll_win *w, MPI_Off
   for (int r = 0; r < c->np && w->lo < w->hi; r++) {
     MPI_Offset s, e;
     if (!piece_in(c, x, r, w->lo, w->hi, &s, &e)) continue;
-    w->pc[w->npc++] = (coll_piece){r, s, e, w->buf + at, 0, 0}; /* staged: one after the other */
-    at += (size_t)(e - s);
+    int self = r == c->rank && c->self_local;
+    w->pc[w->npc++] = (coll_piece){r, s, e, self ? c->self : w->buf + at, 0, 0}; /* staged: one after another */
+    if (!self) at += (size_t)(e - s);
   }
   if (w->npc == 0) return;
   w->rc = window_intervals(c, x, w);
@@ -613,6 +624,9 @@ static void trace_round(const pario_coll_ctx *c, const coll_call *x, MPI_Offset 
 int coll_rounds(pario_coll_ctx *c, const coll_call *x) {
   int rc = MPI_SUCCESS, failed = 0, pipe = pipelined(c, x);
   coll_bg bg = {0};
+  /* Staged, one round at a time, this rank's own piece stays where it is (user memory or the
+   * pack buffer) for the round; otherwise it is a message to itself, landing in the window. */
+  c->self_local = !pipe && !direct_ok(c);
   /* A rank with no data and no domain has nothing to do in any round. */
   MPI_Offset rounds = x->n > 0 || x->me_aggr >= 0 ? x->plan.rounds : 0;
   for (MPI_Offset k = 0; k < rounds; k++) {

@@ -50,7 +50,7 @@ typedef struct coll_cursor {
  * window's buffer is the file's bytes [from, to): the pieces are received into their places
  * (writes) and sent from them (reads) with a datatype each; a staged one holds the pieces one
  * after the other and the chunk buffer c->cbuf is filled from them (pieces that overlap, or no
- * datatype could be made, or pario_coll_pipeline=false). */
+ * datatype could be made, or pario_coll_direct=false). */
 typedef struct coll_win {
   struct pario_coll_ctx *c;
   const struct coll_call *x;
@@ -124,6 +124,8 @@ struct pario_coll_ctx {
   char *cbuf, *pack; /* the aggregator's chunk, this rank's packed data */
   size_t cbcap, pkcap;
   coll_win win[2];   /* an aggregator's windows (exchange.c) */
+  int self_local;    /* this call's own piece is not a message (staged, unpipelined) */
+  char *self;        /* its bytes in the current round */
   int *tblen;        /* scratch of a window's datatypes (main thread) */
   MPI_Aint *tdisp;
   size_t tbcap, tdcap;

@@ -86,6 +86,7 @@ static void apply(pario_hints *h, const char *k, const char *v) {
   else if (!strcmp(k, "pario_coll_chunk")) { if (parse_size(v, &x) && x >= 4096 && x <= (1LL << 30)) h->coll_chunk = x; }
   else if (!strcmp(k, "pario_coll_window_max")) { if (parse_size(v, &x) && x >= 4096 && x <= (1LL << 30)) h->coll_window_max = x; }
   else if (!strcmp(k, "pario_coll_pipeline")) { int t; if (parse_tristate(v, &t) && t != PARIO_AUTO) h->coll_pipeline = t == PARIO_ENABLE; }
+  else if (!strcmp(k, "pario_coll_direct")) { int t; if (parse_tristate(v, &t) && t != PARIO_AUTO) h->coll_direct = t == PARIO_ENABLE; }
   else if (!strcmp(k, "pario_wait")) {
     if (!strcmp(v, "spin")) h->wait_mode = PARIO_WAIT_SPIN;
     else if (!strcmp(v, "nap")) h->wait_mode = PARIO_WAIT_NAP;
@@ -160,7 +161,6 @@ void pario_hints_init(pario_hints *h, MPI_Info info) {
   h->coll_view_cache = PARIO_COLL_VIEW_CACHE;
   h->coll_chunk = PARIO_COLL_CHUNK;
   h->coll_window_max = PARIO_COLL_WINDOW_MAX;
-  h->coll_pipeline = 1;
   h->wait_nap_max_us = PARIO_WAIT_NAP_MAX_US;
   h->wait_yield_us = PARIO_WAIT_YIELD_US;
   apply_env_file(h);
@@ -206,6 +206,7 @@ int pario_hints_to_info(const pario_hints *h, int nodes, MPI_Info *info) {
   set_ll(*info, "pario_coll_chunk", h->coll_chunk);
   set_ll(*info, "pario_coll_window_max", h->coll_window_max);
   PMPI_Info_set(*info, "pario_coll_pipeline", h->coll_pipeline ? "true" : "false");
+  PMPI_Info_set(*info, "pario_coll_direct", h->coll_direct ? "true" : "false");
   PMPI_Info_set(*info, "pario_wait", h->wait_mode == PARIO_WAIT_SPIN ? "spin" : h->wait_mode == PARIO_WAIT_NAP ? "nap" : "auto");
   set_ll(*info, "pario_wait_nap_max", h->wait_nap_max_us);
   set_ll(*info, "pario_wait_yield", h->wait_yield_us);

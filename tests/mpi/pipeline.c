@@ -1,6 +1,6 @@
 /* Pipelined aggregation (docs/collective.md#pipeline): collective windows of 4 KiB give every
- * aggregated call many rounds; each case runs with pario_coll_pipeline true and false, one
- * aggregator and one per rank, and every write is read back byte by byte (rank 0 reads the
+ * aggregated call many rounds; each case runs with pario_coll_pipeline and pario_coll_direct
+ * each true and false, one aggregator and one per rank, and every write is read back byte by byte (rank 0 reads the
  * file with stdio) and through read_all.
  *   rounds: interleaved 16-byte blocks (the windows are covered: received in place) and the
  *     same with a 16-byte hole after every np blocks (the holes are read first and keep the
@@ -87,7 +87,12 @@ static int file_ok(long len, int blk, int gap, long n, int salt, long keep_from)
   return ok;
 }
 
-static MPI_File open_with(const char *pipe, int cb_nodes) {
+/* A mode: pario_coll_pipeline and pario_coll_direct. */
+typedef struct mode {
+  const char *pipe, *direct;
+} mode;
+
+static MPI_File open_with(mode m, int cb_nodes) {
   MPI_Info info;
   MPI_Info_create(&info);
   char v[16];
@@ -96,7 +101,8 @@ static MPI_File open_with(const char *pipe, int cb_nodes) {
   MPI_Info_set(info, "cb_buffer_size", "4096");
   MPI_Info_set(info, "romio_cb_write", "enable");
   MPI_Info_set(info, "romio_cb_read", "enable");
-  MPI_Info_set(info, "pario_coll_pipeline", pipe);
+  MPI_Info_set(info, "pario_coll_pipeline", m.pipe);
+  MPI_Info_set(info, "pario_coll_direct", m.direct);
   MPI_File fh;
   int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, info, &fh);
   CHECK(rc == MPI_SUCCESS, "open: %s", err_text(rc));
@@ -105,15 +111,15 @@ static MPI_File open_with(const char *pipe, int cb_nodes) {
   return fh;
 }
 
-static void check_hint(MPI_File fh, const char *want) {
+static void check_hint(MPI_File fh, const char *key, const char *want) {
   if (!pario_expected()) return;
   MPI_Info info;
   char v[64] = "";
   int flag = 0;
   MPI_File_get_info(fh, &info);
-  MPI_Info_get(info, "pario_coll_pipeline", sizeof v - 1, v, &flag);
+  MPI_Info_get(info, key, sizeof v - 1, v, &flag);
   MPI_Info_free(&info);
-  CHECK(flag && !strcmp(v, want), "pario_coll_pipeline reported as %s, set %s", flag ? v : "(none)", want);
+  CHECK(flag && !strcmp(v, want), "%s reported as %s, set %s", key, flag ? v : "(none)", want);
 }
 
 /* Write n bytes per rank through view_type(blk, gap), from memory with holes (packed) or
@@ -154,31 +160,33 @@ static void write_read(MPI_File fh, int blk, int gap, long n, int salt, int hole
 
 static long span(int blk, int gap, long n) { return (n / blk) * ((long)np * blk + gap) - gap; }
 
-static void rounds(const char *pipe, int cb_nodes) {
+static void rounds(mode m, int cb_nodes) {
   for (int gap = 0; gap <= 16; gap += 16)
     for (int holes = 0; holes < 2; holes++) {
       long len = span(16, gap, PER);
       prefill(len);
-      MPI_File fh = open_with(pipe, cb_nodes);
-      check_hint(fh, pipe);
+      MPI_File fh = open_with(m, cb_nodes);
+      check_hint(fh, "pario_coll_pipeline", m.pipe);
+      check_hint(fh, "pario_coll_direct", m.direct);
       write_read(fh, 16, gap, PER, holes, holes, 0);
       MPI_File_close(&fh);
-      CHECK(file_ok(len, 16, gap, PER, holes, len), "rounds (pipeline %s, cb_nodes %d, gap %d, holes %d): wrong file",
-            pipe, cb_nodes, gap, holes);
+      CHECK(file_ok(len, 16, gap, PER, holes, len),
+            "rounds (pipeline %s, direct %s, cb_nodes %d, gap %d, holes %d): wrong file", m.pipe, m.direct, cb_nodes,
+            gap, holes);
     }
 }
 
 /* The view changes between calls; nonblocking calls with rounds; a blocking write while a
  * nonblocking one is in flight (they touch different halves of the file). */
-static void views(const char *pipe, int cb_nodes) {
+static void views(mode m, int cb_nodes) {
   long len = span(48, 0, PER);
   prefill(len);
-  MPI_File fh = open_with(pipe, cb_nodes);
+  MPI_File fh = open_with(m, cb_nodes);
   write_read(fh, 16, 0, PER, 1, 0, 0);
   write_read(fh, 48, 0, PER, 2, 1, 1);
   write_read(fh, 16, 0, PER, 3, 1, 1);
   write_read(fh, 48, 0, PER, 4, 0, 0);
-  CHECK(file_ok(len, 48, 0, PER, 4, len), "views (pipeline %s): wrong file", pipe);
+  CHECK(file_ok(len, 48, 0, PER, 4, len), "views (pipeline %s, direct %s): wrong file", m.pipe, m.direct);
   /* first half nonblocking with one view, second half blocking with another */
   MPI_Datatype a = view_type(16, 0), b = view_type(48, 0);
   unsigned char *m1 = malloc(PER / 2), *m2 = malloc(PER / 2);
@@ -206,7 +214,8 @@ static void views(const char *pipe, int cb_nodes) {
     free(f);
   }
   MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  CHECK(ok, "views (pipeline %s): a blocking write beside a nonblocking one left a wrong file", pipe);
+  CHECK(ok, "views (pipeline %s, direct %s): a blocking write beside a nonblocking one left a wrong file", m.pipe,
+        m.direct);
   MPI_Type_free(&a);
   MPI_Type_free(&b);
   free(m1);
@@ -215,13 +224,13 @@ static void views(const char *pipe, int cb_nodes) {
 
 /* The aggregator's storage access number fail (from 0) fails, no other: one aggregator (rank
  * 0), covered windows of W bytes, one write each. */
-static void errors(const char *pipe, int fail, int nonblocking) {
+static void errors(mode m, int fail, int nonblocking) {
   long len = span(16, 0, PER);
   char knob[32];
   prefill(len);
   snprintf(knob, sizeof knob, "0:%d", fail);
   setenv("PARIO_TEST_COLL_EIO", knob, 1); /* read when the file's collective context is made */
-  MPI_File fh = open_with(pipe, 1);
+  MPI_File fh = open_with(m, 1);
   MPI_Datatype ft = view_type(16, 0);
   unsigned char *mem = malloc(PER);
   for (long i = 0; i < PER; i++) mem[i] = datum(rank, i, 6);
@@ -234,7 +243,8 @@ static void errors(const char *pipe, int fail, int nonblocking) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* MPI_Wait's errors go there */
     rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
-    CHECK(err_class(rc) == MPI_ERR_IO, "iwrite_at_all with a failing round (pipeline %s): %s", pipe, err_text(rc));
+    CHECK(err_class(rc) == MPI_ERR_IO, "iwrite_at_all with a failing round (pipeline %s, direct %s): %s", m.pipe,
+          m.direct, err_text(rc));
   } else {
     rc = MPI_File_write_at_all(fh, 0, mem, PER, MPI_BYTE, MPI_STATUS_IGNORE);
     CHECK_ERR(rc, MPI_ERR_IO, "MPI_File_write_at_all", path);
@@ -242,11 +252,11 @@ static void errors(const char *pipe, int fail, int nonblocking) {
   unsetenv("PARIO_TEST_COLL_EIO");
   MPI_File_close(&fh);
   CHECK(file_ok(len, 16, 0, PER, 6, (long)fail * W),
-        "failed round %d (pipeline %s, %s): the file must hold the rounds before it and nothing after", fail, pipe,
-        nonblocking ? "iwrite_at_all" : "write_at_all");
+        "failed round %d (pipeline %s, direct %s, %s): the file must hold the rounds before it and nothing after",
+        fail, m.pipe, m.direct, nonblocking ? "iwrite_at_all" : "write_at_all");
   if (!nonblocking) { /* a read whose second window fails: every rank gets the error */
     setenv("PARIO_TEST_COLL_EIO", "0:1", 1);
-    fh = open_with(pipe, 1);
+    fh = open_with(m, 1);
     MPI_File_set_view(fh, (MPI_Offset)rank * 16, MPI_BYTE, ft, "native", MPI_INFO_NULL);
     rc = MPI_File_read_at_all(fh, 0, mem, PER, MPI_BYTE, MPI_STATUS_IGNORE);
     CHECK_ERR(rc, MPI_ERR_IO, "MPI_File_read_at_all", path);
@@ -262,14 +272,14 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &np);
   test_path(path, sizeof path, "pipeline");
-  const char *pipes[] = {"true", "false"};
-  for (int p = 0; p < 2; p++) {
-    rounds(pipes[p], 1);
-    rounds(pipes[p], np);
-    views(pipes[p], np > 1 ? 2 : 1);
+  const mode modes[] = {{"true", "true"}, {"false", "false"}, {"true", "false"}, {"false", "true"}};
+  for (int i = 0; i < 4; i++) {
+    rounds(modes[i], 1);
+    rounds(modes[i], np);
+    views(modes[i], np > 1 ? 2 : 1);
     if (pario_expected()) { /* the knob is pario's */
-      errors(pipes[p], 3, 0);
-      errors(pipes[p], 2, 1);
+      errors(modes[i], 3, 0);
+      errors(modes[i], 2, 1);
     }
   }
   if (rank == 0) remove(path);

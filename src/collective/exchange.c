@@ -3,18 +3,22 @@
  * [data_before(lo), data_before(hi)); with every rank's view known (viewx.c), both sides of
  * every message compute its size. In round k, aggregator i owns window k of its file domain:
  * ranks send it their range straight from the user's buffer when that is contiguous (packed
- * otherwise), and the aggregator scatters the data into a chunk of its buffer by walking the
- * sender's view, reading the chunk first only where the data leaves holes, then writes it.
- * Reads run the other way, reading only the union of the pieces (holes wider than
- * pario_read_max_gap split the read). The exchange is nonblocking point-to-point: each rank talks only to
- * the aggregators whose windows it touches, and ranks with nothing to do skip the rounds (an
- * MPI_Alltoallv would need every rank in every round). */
+ * otherwise). The aggregator receives each range straight into its place in the window's
+ * buffer, with a datatype of the range's file intervals, reads what the data leaves as holes,
+ * and writes; reads run the other way (only the union of the pieces is read, holes wider than
+ * pario_read_max_gap split it; each range is sent from its place). Pipelined, the aggregator
+ * has two windows: round k's storage access runs in a thread (pipeline.c) while round k+1's
+ * messages use the other. Pieces that overlap are staged and copied in chunks instead. The
+ * exchange is nonblocking point-to-point: each rank talks only to the aggregators whose
+ * windows it touches, and ranks with nothing to do skip the rounds (an MPI_Alltoallv would
+ * need every rank in every round). docs/collective.md#the-data-exchange and #pipeline. */
 #include "collective/internal.h"
 #include "core/rep.h"
 #include "rio/window.h"
 #include "trace/trace.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -55,14 +59,55 @@ static size_t own_bytes(const pario_coll_ctx *c, const coll_call *x, MPI_Offset 
   return sum;
 }
 
-/* Bytes of the other ranks' data in window [lo, hi). */
-static size_t others_bytes(const pario_coll_ctx *c, const coll_call *x, MPI_Offset lo, MPI_Offset hi) {
+/* Bytes of every rank's data in window [lo, hi). */
+static size_t window_bytes(const pario_coll_ctx *c, const coll_call *x, MPI_Offset lo, MPI_Offset hi) {
   size_t sum = 0;
   for (int r = 0; r < c->np; r++) {
     MPI_Offset s, e;
-    if (r != c->rank && piece_in(c, x, r, lo, hi, &s, &e)) sum += (size_t)(e - s);
+    if (piece_in(c, x, r, lo, hi, &s, &e)) sum += (size_t)(e - s);
   }
   return sum;
+}
+
+/* Whether this aggregator's windows go directly into place (hint pario_coll_direct), and
+ * whether two of them are in flight (hint pario_coll_pipeline, and local storage: on remote
+ * storage a round is one tagged access that forwarders merge across aggregators; more than
+ * one round; MPI_THREAD_MULTIPLE, as the storage thread's errors are made with MPI calls).
+ * Local decisions: the messages are the same either way. Both off by default: measured
+ * slower on one node (docs/collective.md#pipeline). */
+static int direct_ok(const pario_coll_ctx *c) { return c->f->hints.coll_direct; }
+static int pipelined(const pario_coll_ctx *c, const coll_call *x) {
+  int lvl = MPI_THREAD_SINGLE;
+  if (!c->f->hints.coll_pipeline || c->f->drv->remote || x->me_aggr < 0 || x->plan.rounds < 2) return 0;
+  PMPI_Query_thread(&lvl);
+  return lvl == MPI_THREAD_MULTIPLE;
+}
+
+/* The np-sized arrays of window w, once. */
+static int win_arrays(pario_coll_ctx *c, coll_win *w) {
+  size_t n = (size_t)c->np, sz[] = {n * sizeof(coll_piece), 2 * n * sizeof(coll_cursor), n * sizeof(coll_hent),
+                                    n * sizeof(MPI_Request), n * sizeof(MPI_Datatype)};
+  size_t at[5], total = 0;
+  for (int i = 0; i < 5; i++) at[i] = total, total += (sz[i] + 15) & ~(size_t)15;
+  if (w->arcap >= total) return 1;
+  if (!coll_grow(c, COLL_SITE_STAGE, &w->arrays, &w->arcap, total)) return 0;
+  char *p = w->arrays;
+  w->pc = (coll_piece *)(p + at[0]);
+  w->cur = (coll_cursor *)(p + at[1]);
+  w->heap = (coll_hent *)(p + at[2]);
+  w->rq = (MPI_Request *)(p + at[3]);
+  w->ty = (MPI_Datatype *)(p + at[4]);
+  return 1;
+}
+
+void coll_wins_free(pario_coll_ctx *c) {
+  for (int i = 0; i < 2; i++) {
+    free(c->win[i].arrays);
+    free(c->win[i].buf);
+    free(c->win[i].iv);
+  }
+  free(c->tblen);
+  free(c->tdisp);
 }
 
 int coll_buffers(pario_coll_ctx *c, const coll_call *x) {
@@ -73,14 +118,18 @@ int coll_buffers(pario_coll_ctx *c, const coll_call *x) {
     if (packs) pack = PARIO_MAX(pack, own_bytes(c, x, k));
     if (x->me_aggr < 0) continue;
     coll_plan_window(&x->plan, x->me_aggr, k, &lo, &hi);
-    if (lo < hi) stage = PARIO_MAX(stage, others_bytes(c, x, lo, hi));
+    if (lo >= hi) continue;
+    /* staged: every piece, one after the other; direct: the span of the window */
+    size_t all = window_bytes(c, x, lo, hi);
+    if (all > 0) stage = PARIO_MAX(stage, direct_ok(c) ? PARIO_MAX(all, (size_t)(hi - lo)) : all);
   }
   const char *f = c->f->filename;
   if (!coll_grow(c, COLL_SITE_PACK, &c->pack, &c->pkcap, pack))
     return pario_err(MPI_ERR_NO_MEM, x->op, f, 0, "out of memory for %zu bytes of packed data", pack);
-  if (!coll_grow(c, COLL_SITE_STAGE, &c->stage, &c->stcap, stage) ||
-      (x->me_aggr >= 0 && !coll_grow(c, COLL_SITE_STAGE, &c->cbuf, &c->cbcap, (size_t)chunk_size(c, x))))
-    return pario_err(MPI_ERR_NO_MEM, x->op, f, 0, "out of memory for %zu staged bytes", stage);
+  int ok = x->me_aggr < 0 || coll_grow(c, COLL_SITE_STAGE, &c->cbuf, &c->cbcap, (size_t)chunk_size(c, x));
+  for (int i = 0, nwin = pipelined(c, x) ? 2 : 1; i < nwin && ok && x->me_aggr >= 0; i++)
+    ok = win_arrays(c, &c->win[i]) && coll_grow(c, COLL_SITE_STAGE, &c->win[i].buf, &c->win[i].cap, stage);
+  if (!ok) return pario_err(MPI_ERR_NO_MEM, x->op, f, 0, "out of memory for %zu staged bytes", stage);
   return MPI_SUCCESS;
 }
 
@@ -88,7 +137,6 @@ int coll_buffers(pario_coll_ctx *c, const coll_call *x) {
 
 typedef struct round {
   int npc;     /* this rank's pieces, in c->mine_pc */
-  char *self;  /* its piece for its own window, if any */
   int nreq;    /* requests in c->reqs */
   int nrecv;   /* the first nrecv are this rank's receives of read data */
 } round;
@@ -109,7 +157,10 @@ static void pack_piece(const pario_coll_ctx *c, const coll_call *x, coll_piece *
 }
 
 /* This rank's side of round k: a piece for every aggregator whose window it touches, sent
- * (write) or received (read) in place when the memory is contiguous, else through c->pack. */
+ * (write) or received (read) in place when the memory is contiguous, else through c->pack.
+ * Its own window's piece is a message to itself when windows are direct or pipelined, and
+ * otherwise stays where it is (c->self) for the aggregator's copy, as other ranks' pieces
+ * are staged. */
 static void own_pieces(pario_coll_ctx *c, const coll_call *x, MPI_Offset k, round *rd) {
   size_t at = 0;
   for (int i = 0; i < c->naggr && x->n > 0; i++) {
@@ -123,8 +174,8 @@ static void own_pieces(pario_coll_ctx *c, const coll_call *x, MPI_Offset k, roun
       at += (size_t)len;
       if (x->rw == PARIO_WRITE) pack_piece(c, x, q, len);
     }
-    if (q->peer == c->rank) {
-      rd->self = q->ptr;
+    if (q->peer == c->rank && c->self_local) {
+      c->self = q->ptr; /* its window takes it from here */
     } else if (x->rw == PARIO_WRITE) {
       PMPI_Isend(q->ptr, len, MPI_BYTE, q->peer, TAG, c->comm, &c->reqs[rd->nreq++]);
     } else {
@@ -134,27 +185,28 @@ static void own_pieces(pario_coll_ctx *c, const coll_call *x, MPI_Offset k, roun
   }
 }
 
-/* Every rank's piece of window [lo, hi) into c->aggr_pc, with where its bytes are: the
- * staging area, or this rank's own piece. A write posts the receives. Returns the count. */
-static int window_pieces(pario_coll_ctx *c, const coll_call *x, MPI_Offset lo, MPI_Offset hi, round *rd) {
-  int npc = 0;
-  size_t at = 0;
-  for (int r = 0; r < c->np; r++) {
-    MPI_Offset s, e;
-    if (!piece_in(c, x, r, lo, hi, &s, &e)) continue;
-    coll_piece *q = &c->aggr_pc[npc++];
-    *q = (coll_piece){r, s, e, r == c->rank ? rd->self : c->stage + at, 0, 0};
-    if (r == c->rank) continue;
-    at += (size_t)(e - s);
-    if (x->rw == PARIO_WRITE)
-      PMPI_Irecv(q->ptr, (int)(e - s), MPI_BYTE, r, TAG, c->comm, &c->reqs[rd->nreq++]);
+/* Aggregators with data in their window of round k: the ranks whose storage accesses form
+ * the round's collective access (only remote storage is tagged, so only it pays for this). */
+static int round_senders(const pario_coll_ctx *c, const coll_call *x, MPI_Offset k) {
+  int n = 0;
+  for (int i = 0; i < c->naggr && c->f->drv->remote; i++) {
+    MPI_Offset lo, hi, s, e;
+    coll_plan_window(&x->plan, i, k, &lo, &hi);
+    for (int r = 0; lo < hi && r < c->np; r++)
+      if (piece_in(c, x, r, lo, hi, &s, &e)) {
+        n++;
+        break;
+      }
   }
-  return npc;
+  return n;
 }
 
-/* Append the file intervals of data [s, e) of view v to c->iv from *n on, merging adjacent
+/* ---- an aggregator's window ---- */
+
+/* Append the file intervals of data [s, e) of view v to w->iv from *n on, merging adjacent
  * ones; 0 when out of memory. */
-static int intervals(pario_coll_ctx *c, const pario_view *v, MPI_Offset s, MPI_Offset e, size_t *n) {
+static int intervals(const pario_coll_ctx *c, coll_win *w, const pario_view *v, MPI_Offset s, MPI_Offset e,
+                     size_t *n) {
   pario_fcursor fc;
   pario_fcursor_init(&fc, v, s);
   MPI_Offset left = e - s;
@@ -162,38 +214,143 @@ static int intervals(pario_coll_ctx *c, const pario_view *v, MPI_Offset s, MPI_O
   while (left > 0) {
     MPI_Offset off, len = pario_fcursor_next(&fc, left, &off);
     left -= len;
-    if (k > first && c->iv[k - 1].off + c->iv[k - 1].len == off) {
-      c->iv[k - 1].len += len;
+    if (k > first && w->iv[k - 1].off + w->iv[k - 1].len == off) {
+      w->iv[k - 1].len += len;
       continue;
     }
-    if (k == c->ivcap / sizeof(pario_run) &&
-        !coll_grow(c, COLL_SITE_NONE, &c->iv, &c->ivcap, PARIO_MAX(c->ivcap * 2, 1024 * sizeof(pario_run))))
+    if (k == w->ivcap / sizeof(pario_run) &&
+        !coll_grow(c, COLL_SITE_NONE, &w->iv, &w->ivcap, PARIO_MAX(w->ivcap * 2, 1024 * sizeof(pario_run))))
       return 0;
-    c->iv[k].off = off;
-    c->iv[k++].len = len;
+    w->iv[k].off = off;
+    w->iv[k++].len = len;
   }
   *n = k;
   return 1;
 }
 
-/* The file intervals of the window's pieces; [*from, *to) is their span. */
-static int window_intervals(pario_coll_ctx *c, const coll_call *x, int npc, MPI_Offset *from, MPI_Offset *to) {
+/* The file intervals of the window's pieces; [w->from, w->to) is their span. */
+static int window_intervals(const pario_coll_ctx *c, const coll_call *x, coll_win *w) {
   size_t niv = 0;
-  *from = INT64_MAX;
-  *to = 0;
-  for (int i = 0; i < npc; i++) {
-    coll_piece *q = &c->aggr_pc[i];
+  w->from = INT64_MAX;
+  w->to = 0;
+  for (int i = 0; i < w->npc; i++) {
+    coll_piece *q = &w->pc[i];
     q->iv0 = niv;
-    if (!intervals(c, coll_view_of(c, x, q->peer), q->s, q->e, &niv))
+    if (!intervals(c, w, coll_view_of(c, x, q->peer), q->s, q->e, &niv))
       return pario_err(MPI_ERR_NO_MEM, x->op, c->f->filename, 0, "out of memory");
     q->iv1 = niv;
     if (q->iv1 > q->iv0) {
-      const pario_run *l = &c->iv[q->iv1 - 1];
-      *from = PARIO_MIN(*from, c->iv[q->iv0].off);
-      *to = PARIO_MAX(*to, l->off + l->len);
+      const pario_run *l = &w->iv[q->iv1 - 1];
+      w->from = PARIO_MIN(w->from, w->iv[q->iv0].off);
+      w->to = PARIO_MAX(w->to, l->off + l->len);
     }
   }
   return MPI_SUCCESS;
+}
+
+/* The pieces' cursors that have intervals left, in a heap by the start of their next one. */
+static void heap_of(const coll_win *w, const coll_cursor *cur, coll_heap *q) {
+  *q = (coll_heap){w->heap, 0};
+  for (int i = 0; i < w->npc; i++)
+    if (cur[i].k < w->pc[i].iv1) coll_heap_push(q, w->iv[cur[i].k].off + cur[i].skip, i);
+}
+
+/* The lowest next interval of all the pieces (q's top; q not empty): its cursor moves past it. */
+static const pario_run *heap_take(const coll_win *w, coll_cursor *cur, coll_heap *q) {
+  coll_cursor *u = &cur[q->h[0].item];
+  const pario_run *r = &w->iv[u->k++];
+  u->skip = 0;
+  if (u->k < w->pc[q->h[0].item].iv1) coll_heap_retop(q, w->iv[u->k].off);
+  else coll_heap_pop(q);
+  return r;
+}
+
+/* Every piece's cursor at its first interval, from cur[npc] on a copy to move. */
+static coll_cursor *cursors(coll_win *w, int copy) {
+  coll_cursor *cur = w->cur + (copy ? w->npc : 0);
+  for (int i = 0; i < w->npc; i++) cur[i] = (coll_cursor){w->pc[i].iv0, 0, w->pc[i].ptr};
+  return cur;
+}
+
+/* 1 when two pieces' intervals overlap (two ranks access one byte): they cannot both be
+ * received in place. */
+static int overlapping(coll_win *w) {
+  coll_cursor *cur = cursors(w, 1);
+  coll_heap q;
+  MPI_Offset end = INT64_MIN;
+  heap_of(w, cur, &q);
+  while (q.n > 0) {
+    const pario_run *r = heap_take(w, cur, &q);
+    if (r->off < end) return 1;
+    end = r->off + r->len;
+  }
+  return 0;
+}
+
+/* A datatype for every piece of several intervals, placing its bytes in the window's buffer
+ * (relative to its first interval); MPI_DATATYPE_NULL for a piece of one interval (its bytes
+ * are contiguous there). 0, with none left, when one cannot be made. */
+static int make_types(pario_coll_ctx *c, coll_win *w) {
+  int i;
+  for (i = 0; i < w->npc; i++) {
+    const coll_piece *q = &w->pc[i];
+    const pario_run *r = &w->iv[q->iv0];
+    size_t n = q->iv1 - q->iv0;
+    w->ty[i] = MPI_DATATYPE_NULL;
+    if (n == 1) continue;
+    if (n > INT32_MAX || !coll_grow(c, COLL_SITE_NONE, &c->tblen, &c->tbcap, n * sizeof(int)) ||
+        !coll_grow(c, COLL_SITE_NONE, &c->tdisp, &c->tdcap, n * sizeof(MPI_Aint)))
+      break;
+    for (size_t j = 0; j < n; j++) c->tblen[j] = (int)r[j].len, c->tdisp[j] = (MPI_Aint)(r[j].off - r[0].off);
+    if (PMPI_Type_create_hindexed((int)n, c->tblen, c->tdisp, MPI_BYTE, &w->ty[i]) != MPI_SUCCESS) break;
+    if (PMPI_Type_commit(&w->ty[i]) != MPI_SUCCESS) {
+      PMPI_Type_free(&w->ty[i]);
+      break;
+    }
+  }
+  if (i == w->npc) return 1;
+  while (i-- > 0)
+    if (w->ty[i] != MPI_DATATYPE_NULL) PMPI_Type_free(&w->ty[i]);
+  return 0;
+}
+
+/* Window w's messages, each piece at its place: a write's receives, a read's sends (tag: TAG,
+ * or TAG_ERR + class where the read failed). */
+static void win_post(pario_coll_ctx *c, const coll_call *x, coll_win *w, int tag) {
+  uint64_t t0 = PARIO_TRACE_T0();
+  for (int i = 0; i < w->npc; i++) {
+    const coll_piece *q = &w->pc[i];
+    if (q->peer == c->rank && c->self_local) continue; /* this rank's own data, in place */
+    int one = w->direct && w->ty[i] != MPI_DATATYPE_NULL, n = one ? 1 : (int)(q->e - q->s);
+    MPI_Datatype t = one ? w->ty[i] : MPI_BYTE;
+    if (x->rw == PARIO_WRITE) PMPI_Irecv(q->ptr, n, t, q->peer, tag, c->comm, &w->rq[w->nrq++]);
+    else PMPI_Isend(q->ptr, n, t, q->peer, tag, c->comm, &w->rq[w->nrq++]);
+    if (one) PMPI_Type_free(&w->ty[i]); /* MPI keeps it while the message is pending */
+  }
+  PARIO_TRACE_SPAN(PARIO_TC_COLL, "post", t0, PARIO_TA("round", w->k), PARIO_TA("direct", w->direct));
+}
+
+/* Window k of this aggregator into w: every rank's piece, their intervals, direct or staged;
+ * a write posts its receives. A read's sends from w's previous round complete first. */
+static void win_open(pario_coll_ctx *c, const coll_call *x, coll_win *w, MPI_Offset k) {
+  pario_wait_all(w->nrq, w->rq, c->st + c->np);
+  *w = (coll_win){.c = c, .x = x, .k = k, .rc = MPI_SUCCESS, .pc = w->pc, .cur = w->cur, .heap = w->heap,
+                  .rq = w->rq, .ty = w->ty, .arrays = w->arrays, .arcap = w->arcap, .buf = w->buf, .cap = w->cap,
+                  .iv = w->iv, .ivcap = w->ivcap};
+  coll_plan_window(&x->plan, x->me_aggr, k, &w->lo, &w->hi);
+  size_t at = 0;
+  for (int r = 0; r < c->np && w->lo < w->hi; r++) {
+    MPI_Offset s, e;
+    if (!piece_in(c, x, r, w->lo, w->hi, &s, &e)) continue;
+    int self = r == c->rank && c->self_local;
+    w->pc[w->npc++] = (coll_piece){r, s, e, self ? c->self : w->buf + at, 0, 0}; /* staged: one after another */
+    if (!self) at += (size_t)(e - s);
+  }
+  if (w->npc == 0) return;
+  w->rc = window_intervals(c, x, w);
+  w->direct = w->rc == MPI_SUCCESS && direct_ok(c) && !overlapping(w) && make_types(c, w);
+  for (int i = 0; i < w->npc && w->direct; i++) w->pc[i].ptr = w->buf + (w->iv[w->pc[i].iv0].off - w->from);
+  if (x->rw == PARIO_WRITE) win_post(c, x, w, TAG);
 }
 
 /* ---- the aggregator's chunks ---- */
@@ -203,20 +360,20 @@ enum { MEASURE, FILL, EMPTY };
 /* Go over the parts of the pieces' intervals inside [cs, ce), advancing the cursors: MEASURE
  * only counts, FILL copies the data into buf, EMPTY copies it out of buf (buf holds the file
  * from offset base). Returns the bytes seen; [*lo, *hi) receives their span. */
-static MPI_Offset chunk_pass(const pario_coll_ctx *c, int npc, coll_cursor *cur, MPI_Offset cs,
-                             MPI_Offset ce, int mode, MPI_Offset base, MPI_Offset *lo, MPI_Offset *hi) {
+static MPI_Offset chunk_pass(const coll_win *w, coll_cursor *cur, MPI_Offset cs, MPI_Offset ce, int mode,
+                             char *buf, MPI_Offset base, MPI_Offset *lo, MPI_Offset *hi) {
   MPI_Offset bytes = 0;
   *lo = ce;
   *hi = cs;
-  for (int i = 0; i < npc; i++) {
+  for (int i = 0; i < w->npc; i++) {
     coll_cursor *u = &cur[i];
-    while (u->k < c->aggr_pc[i].iv1) {
-      const pario_run *r = &c->iv[u->k];
+    while (u->k < w->pc[i].iv1) {
+      const pario_run *r = &w->iv[u->k];
       MPI_Offset s = r->off + u->skip, e = r->off + r->len;
       if (s >= ce) break;
       MPI_Offset take = PARIO_MIN(e, ce) - s;
-      if (mode == FILL) memcpy(c->cbuf + (s - base), u->p, (size_t)take);
-      else if (mode == EMPTY) memcpy(u->p, c->cbuf + (s - base), (size_t)take);
+      if (mode == FILL) memcpy(buf + (s - base), u->p, (size_t)take);
+      else if (mode == EMPTY) memcpy(u->p, buf + (s - base), (size_t)take);
       u->p += take;
       bytes += take;
       *lo = PARIO_MIN(*lo, s);
@@ -232,35 +389,33 @@ static MPI_Offset chunk_pass(const pario_coll_ctx *c, int npc, coll_cursor *cur,
   return bytes;
 }
 
-/* The pieces' cursors that have intervals left, in a heap by the start of their next one. */
-static void heap_of(pario_coll_ctx *c, int npc, const coll_cursor *cur, coll_heap *q) {
-  *q = (coll_heap){c->heap, 0};
-  for (int i = 0; i < npc; i++)
-    if (cur[i].k < c->aggr_pc[i].iv1) coll_heap_push(q, c->iv[cur[i].k].off + cur[i].skip, i);
-}
-
-/* The lowest next interval of all the pieces (q's top; q not empty): its cursor moves past it. */
-static const pario_run *heap_take(const pario_coll_ctx *c, coll_cursor *cur, coll_heap *q) {
-  coll_cursor *u = &cur[q->h[0].item];
-  const pario_run *r = &c->iv[u->k++];
-  u->skip = 0;
-  if (u->k < c->aggr_pc[q->h[0].item].iv1) coll_heap_retop(q, c->iv[u->k].off);
-  else coll_heap_pop(q);
-  return r;
-}
-
 /* 1 when the pieces' intervals from the cursors on cover [lo, hi) without a hole (the
  * intervals of one piece are sorted; pieces may overlap). Moves the cursors. */
-static int covered(pario_coll_ctx *c, int npc, coll_cursor *cur, MPI_Offset lo, MPI_Offset hi) {
+static int covered(const coll_win *w, coll_cursor *cur, MPI_Offset lo, MPI_Offset hi) {
   coll_heap q;
   MPI_Offset at = lo;
-  heap_of(c, npc, cur, &q);
+  heap_of(w, cur, &q);
   while (at < hi) {
     if (q.n == 0 || q.h[0].key > at) return 0;
-    const pario_run *r = heap_take(c, cur, &q);
+    const pario_run *r = heap_take(w, cur, &q);
     at = PARIO_MAX(at, r->off + r->len);
   }
   return 1;
+}
+
+/* A direct write chunk [lo, hi) that the data leaves holes in, whose file bytes are in
+ * c->cbuf: copy the holes' bytes into the window's buffer (the data is already there). */
+static void fill_holes(const pario_coll_ctx *c, const coll_win *w, coll_cursor *cur, MPI_Offset lo, MPI_Offset hi) {
+  coll_heap q;
+  MPI_Offset at = lo;
+  heap_of(w, cur, &q);
+  while (at < hi) {
+    MPI_Offset next = q.n > 0 ? PARIO_MAX(PARIO_MIN(q.h[0].key, hi), at) : hi;
+    if (next > at) memcpy(w->buf + (at - w->from), c->cbuf + (at - lo), (size_t)(next - at));
+    if (next >= hi) break;
+    const pario_run *r = heap_take(w, cur, &q);
+    at = PARIO_MAX(next, r->off + r->len);
+  }
 }
 
 static int io_error(const pario_coll_ctx *c, const char *op, int rw, int e, MPI_Offset len, MPI_Offset off) {
@@ -268,112 +423,160 @@ static int io_error(const pario_coll_ctx *c, const char *op, int rw, int e, MPI_
                    rw == PARIO_WRITE ? "write" : "read", (long long)len, (long long)off);
 }
 
-/* One storage access of len bytes at off, at offset at of the collective buffer, tagged as
- * part of the round's collective access: an errno value, or 0. */
-static int xfer(pario_coll_ctx *c, int rw, MPI_Offset at, MPI_Offset len, MPI_Offset off, size_t *got) {
-  struct iovec v = {c->cbuf + at, (size_t)len};
+/* One storage access of len bytes at off from or into p, tagged as part of its round's
+ * collective access: an errno value, or 0. */
+static int xfer(pario_coll_ctx *c, int rw, char *p, MPI_Offset len, MPI_Offset off, size_t *got, pario_drv_coll *tag) {
+  struct iovec v = {p, (size_t)len};
   *got = 0;
-  if (c->eio_rank == c->rank) return EIO; /* tests: this rank's aggregation fails */
-  return pario_drv_xfer(c->f, rw, &v, 1, (off_t)off, got, &c->tag);
+  if (c->eio_rank == c->rank && (c->eio_after < 0 || c->eio_seen++ == c->eio_after))
+    return EIO; /* tests: this rank's aggregation fails (all, or its access number eio_after) */
+  return pario_drv_xfer(c->f, rw, &v, 1, (off_t)off, got, tag);
 }
 
-/* Read [rs, re) into the buffer that holds the chunk from lo; past end of file reads as zeros. */
-static int read_run(pario_coll_ctx *c, const coll_call *x, MPI_Offset lo, MPI_Offset rs, MPI_Offset re) {
+/* Read [rs, re) into mem, which holds the file from base; past end of file reads as zeros. */
+static int read_run(pario_coll_ctx *c, coll_win *w, char *mem, MPI_Offset base, MPI_Offset rs, MPI_Offset re) {
+  const coll_call *x = w->x;
   size_t got;
-  int e = xfer(c, PARIO_READ, rs - lo, re - rs, rs, &got);
+  int e = xfer(c, PARIO_READ, mem + (rs - base), re - rs, rs, &got, &w->tag);
   if (e) return io_error(c, x->op, PARIO_READ, e, re - rs, rs);
-  memset(c->cbuf + (rs - lo) + got, 0, (size_t)(re - rs - (MPI_Offset)got));
+  memset(mem + (rs - base) + got, 0, (size_t)(re - rs - (MPI_Offset)got));
   return MPI_SUCCESS;
 }
 
-/* A read chunk whose data lies in [lo, hi): only the union of the pieces' intervals is read,
- * in one read per run of intervals whose holes are at most pario_read_max_gap wide; a wider
- * hole splits the read and its bytes are never read (nobody copies them out). The intervals
- * of one piece are sorted, pieces may overlap; the cursors are a copy and move. */
-static int read_union(pario_coll_ctx *c, const coll_call *x, int npc, coll_cursor *cur, MPI_Offset lo, MPI_Offset hi) {
-  rio_window w = {0};
+/* A read chunk whose data lies in [lo, hi), into mem (the file from base): only the union of
+ * the pieces' intervals is read, in one read per run of intervals whose holes are at most
+ * pario_read_max_gap wide; a wider hole splits the read and its bytes are never read (nobody
+ * copies or sends them). The cursors are a copy and move. */
+static int read_union(pario_coll_ctx *c, coll_win *w, coll_cursor *cur, MPI_Offset lo,
+                      MPI_Offset hi, char *mem, MPI_Offset base) {
+  rio_window rw = {0};
   int have = 0;
   coll_heap q;
-  heap_of(c, npc, cur, &q);
+  heap_of(w, cur, &q);
   while (q.n > 0 && q.h[0].key < hi) {
     MPI_Offset s = PARIO_MAX(q.h[0].key, lo);
-    const pario_run *r = heap_take(c, cur, &q);
+    const pario_run *r = heap_take(w, cur, &q);
     MPI_Offset e = PARIO_MAX(PARIO_MIN(r->off + r->len, hi), s);
-    if (have && rio_window_merge(&w, (uint64_t)s, (uint64_t)(e - s))) continue;
+    if (have && rio_window_merge(&rw, (uint64_t)s, (uint64_t)(e - s))) continue;
     if (have) {
-      int rc = read_run(c, x, lo, (MPI_Offset)w.lo, (MPI_Offset)w.end);
+      int rc = read_run(c, w, mem, base, (MPI_Offset)rw.lo, (MPI_Offset)rw.end);
       if (rc != MPI_SUCCESS) return rc;
     }
-    w = rio_window_open((uint64_t)s, (uint64_t)(e - s), UINT64_MAX, (uint64_t)c->f->hints.read_max_gap);
+    rw = rio_window_open((uint64_t)s, (uint64_t)(e - s), UINT64_MAX, (uint64_t)c->f->hints.read_max_gap);
     have = 1;
   }
-  return have ? read_run(c, x, lo, (MPI_Offset)w.lo, (MPI_Offset)w.end) : MPI_SUCCESS;
+  return have ? read_run(c, w, mem, base, (MPI_Offset)rw.lo, (MPI_Offset)rw.end) : MPI_SUCCESS;
 }
 
 /* Chunk [cs, ce) of the window: read where the data leaves holes (a read: the union of the
- * data, read_union), copy the data in or out, write. A chunk with nobody's data is not
- * touched. */
-static int one_chunk(pario_coll_ctx *c, const coll_call *x, int npc, MPI_Offset cs, MPI_Offset ce) {
-  coll_cursor *cur = c->cur, *tmp = c->cur + npc;
+ * data, read_union), copy the data in or out (staged windows; a direct one has it in place),
+ * write. A chunk with nobody's data is not touched. */
+static int one_chunk(pario_coll_ctx *c, const coll_call *x, coll_win *w, MPI_Offset cs, MPI_Offset ce) {
+  coll_cursor *cur = w->cur, *tmp = w->cur + w->npc;
   MPI_Offset lo, hi;
   size_t got;
-  memcpy(tmp, cur, sizeof(coll_cursor) * (size_t)npc);
-  if (chunk_pass(c, npc, tmp, cs, ce, MEASURE, 0, &lo, &hi) == 0) return MPI_SUCCESS;
+  memcpy(tmp, cur, sizeof(coll_cursor) * (size_t)w->npc);
+  if (chunk_pass(w, tmp, cs, ce, MEASURE, NULL, 0, &lo, &hi) == 0) return MPI_SUCCESS;
+  char *mem = w->direct ? w->buf : c->cbuf; /* the chunk's file bytes, from base */
+  MPI_Offset base = w->direct ? w->from : lo;
   int e, rc;
-  memcpy(tmp, cur, sizeof(coll_cursor) * (size_t)npc);
+  memcpy(tmp, cur, sizeof(coll_cursor) * (size_t)w->npc);
   if (x->rw == PARIO_READ) {
-    if ((rc = read_union(c, x, npc, tmp, lo, hi)) != MPI_SUCCESS) return rc;
-  } else if (!covered(c, npc, tmp, lo, hi)) { /* keep the bytes nobody writes */
+    if ((rc = read_union(c, w, tmp, lo, hi, mem, base)) != MPI_SUCCESS) return rc;
+  } else if (!covered(w, tmp, lo, hi)) { /* keep the bytes nobody writes */
     uint64_t t0 = PARIO_TRACE_T0();
-    e = xfer(c, PARIO_READ, 0, hi - lo, lo, &got);
+    e = xfer(c, PARIO_READ, c->cbuf, hi - lo, lo, &got, &w->tag);
     PARIO_TRACE_SPAN(PARIO_TC_COLL, "read_before_write", t0, PARIO_TA("offset", lo), PARIO_TA("len", hi - lo));
     if (e) return io_error(c, x->op, PARIO_READ, e, hi - lo, lo);
     memset(c->cbuf + got, 0, (size_t)(hi - lo - (MPI_Offset)got)); /* past end of file */
+    if (w->direct) {
+      memcpy(tmp, cur, sizeof(coll_cursor) * (size_t)w->npc);
+      fill_holes(c, w, tmp, lo, hi);
+    }
   }
-  chunk_pass(c, npc, cur, cs, ce, x->rw == PARIO_WRITE ? FILL : EMPTY, lo, &lo, &hi);
-  if (x->rw == PARIO_WRITE && (e = xfer(c, PARIO_WRITE, 0, hi - lo, lo, &got)))
+  chunk_pass(w, cur, cs, ce, w->direct ? MEASURE : x->rw == PARIO_WRITE ? FILL : EMPTY, mem, base, &lo, &hi);
+  if (x->rw == PARIO_WRITE && (e = xfer(c, PARIO_WRITE, mem + (lo - base), hi - lo, lo, &got, &w->tag)))
     return io_error(c, x->op, PARIO_WRITE, e, hi - lo, lo);
   return MPI_SUCCESS;
 }
 
-static int window_io(pario_coll_ctx *c, const coll_call *x, int npc, MPI_Offset from, MPI_Offset to) {
+/* The window's storage accesses, chunk by chunk (the pipeline's background job). A write
+ * holds the file's read-modify-write lock (no write of this process lands inside it while
+ * its holes are read and it is written); no lock is held across a message. */
+static int window_io(coll_win *w) {
+  pario_coll_ctx *c = w->c;
+  const coll_call *x = w->x;
   int rc = MPI_SUCCESS;
-  for (int i = 0; i < npc; i++) c->cur[i] = (coll_cursor){c->aggr_pc[i].iv0, 0, c->aggr_pc[i].ptr};
+  cursors(w, 0);
   MPI_Offset chunk = chunk_size(c, x);
-  for (MPI_Offset cs = from; cs < to && rc == MPI_SUCCESS; cs += chunk)
-    rc = one_chunk(c, x, npc, cs, PARIO_MIN(cs + chunk, to));
+  uint64_t t0 = PARIO_TRACE_T0();
+  if (x->rw == PARIO_WRITE) pthread_rwlock_wrlock(&c->f->rmw_lock);
+  for (MPI_Offset cs = w->from; cs < w->to && rc == MPI_SUCCESS; cs += chunk)
+    rc = one_chunk(c, x, w, cs, PARIO_MIN(cs + chunk, w->to));
+  if (x->rw == PARIO_WRITE) pthread_rwlock_unlock(&c->f->rmw_lock);
+  PARIO_TRACE_SPAN(PARIO_TC_COLL, "window_io", t0, PARIO_TA("round", w->k), PARIO_TA("direct", w->direct),
+                   PARIO_TA("rc", rc));
   return rc;
 }
 
-/* Aggregator side of one round, window [lo, hi). A write holds the file's read-modify-write
- * lock (no write of this process lands inside it); a read sends every piece back, its tag
- * saying whether the data is good. */
-static int aggregate_window(pario_coll_ctx *c, const coll_call *x, MPI_Offset lo, MPI_Offset hi, round *rd) {
-  pario_file *f = c->f;
-  int npc = window_pieces(c, x, lo, hi, rd);
-  if (npc == 0) return MPI_SUCCESS;
-  MPI_Offset from, to;
-  int rc = window_intervals(c, x, npc, &from, &to);
-  if (x->rw == PARIO_WRITE) {
-    uint64_t t0 = PARIO_TRACE_T0();
-    pario_wait_all(rd->nreq, c->reqs, c->st); /* the data, and this rank's own sends */
-    PARIO_TRACE_SPAN(PARIO_TC_COLL, "exchange", t0, PARIO_TA("requests", rd->nreq));
-    rd->nreq = 0;
-    pthread_rwlock_wrlock(&f->rmw_lock);
-  }
-  if (rc == MPI_SUCCESS) rc = window_io(c, x, npc, from, to);
-  if (x->rw == PARIO_WRITE) {
-    pthread_rwlock_unlock(&f->rmw_lock);
-    return rc;
-  }
-  int tag = rc == MPI_SUCCESS ? TAG : TAG_ERR + pario_err_class(rc);
-  for (int i = 0; i < npc; i++) {
-    const coll_piece *q = &c->aggr_pc[i];
-    if (q->peer != c->rank)
-      PMPI_Isend(q->ptr, (int)(q->e - q->s), MPI_BYTE, q->peer, tag, c->comm, &c->reqs[rd->nreq++]);
-  }
+/* Start window w's storage access (in the background when async); nothing to do for an
+ * empty window or one that failed already (its failure is w->rc). */
+static void win_io_start(pario_coll_ctx *c, const coll_call *x, coll_win *w, coll_bg *bg, int async) {
+  if (w->npc == 0 || w->rc != MPI_SUCCESS) return;
+  /* Within a round an aggregator's storage accesses wait for nobody else's (its data arrived
+   * before the first), so a forwarder may hold them until every aggregator's access of the
+   * same number is there; across rounds they would. */
+  w->tag = coll_tag(c, w->k, round_senders(c, x, w->k));
+  coll_bg_start(bg, async, window_io, w);
+}
+
+/* The result of window w's storage access started last. */
+static int win_io_join(coll_win *w, coll_bg *bg) {
+  int rc = coll_bg_join(bg);
+  return rc != MPI_SUCCESS ? rc : w->rc;
+}
+
+/* Aggregator, write, round k: window k's data arrives; pipelined, the write of round k-1 is
+ * joined, round k+1's receives go into the buffer it freed, and window k is written in the
+ * background while the next round's messages flow. No write after a failed one. */
+static int write_round(pario_coll_ctx *c, const coll_call *x, MPI_Offset k, int pipe, coll_bg *bg, int *failed) {
+  coll_win *w = &c->win[pipe ? k % 2 : 0];
+  if (k == 0 || !pipe) win_open(c, x, w, k);
+  uint64_t t0 = PARIO_TRACE_T0();
+  pario_wait_all(w->nrq, w->rq, c->st + c->np);
+  PARIO_TRACE_SPAN(PARIO_TC_COLL, "exchange", t0, PARIO_TA("requests", w->nrq));
+  w->nrq = 0;
+  int rc = pipe && k > 0 ? win_io_join(&c->win[(k + 1) % 2], bg) : MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) *failed = 1;
+  if (pipe && k + 1 < x->plan.rounds) win_open(c, x, &c->win[(k + 1) % 2], k + 1);
+  if (*failed) return rc;
+  win_io_start(c, x, w, bg, pipe);
+  if (pipe && k + 1 < x->plan.rounds) return rc;
+  rc = win_io_join(w, bg); /* unpipelined, or the last round */
+  if (rc != MPI_SUCCESS) *failed = 1;
   return rc;
 }
+
+/* Aggregator, read, round k: window k has been read (pipelined: in the background during
+ * round k-1); round k+1's window is read in the background into the other buffer, whose
+ * sends of round k-1 complete first, and window k's pieces go back. */
+static int read_round(pario_coll_ctx *c, const coll_call *x, MPI_Offset k, int pipe, coll_bg *bg) {
+  coll_win *w = &c->win[pipe ? k % 2 : 0];
+  if (k == 0 || !pipe) {
+    win_open(c, x, w, k);
+    win_io_start(c, x, w, bg, 0);
+  }
+  int rc = win_io_join(w, bg);
+  if (pipe && k + 1 < x->plan.rounds) {
+    coll_win *n = &c->win[(k + 1) % 2];
+    win_open(c, x, n, k + 1);
+    win_io_start(c, x, n, bg, 1);
+  }
+  win_post(c, x, w, rc == MPI_SUCCESS ? TAG : TAG_ERR + pario_err_class(rc));
+  return rc;
+}
+
+/* ---- the rounds ---- */
 
 /* The round's messages complete; a read learns from the tags whether its aggregators
  * succeeded, and unpacks into non-contiguous memory. */
@@ -422,24 +625,12 @@ static void trace_round(const pario_coll_ctx *c, const coll_call *x, MPI_Offset 
                    PARIO_TA("lo", lo), PARIO_TA("hi", hi), PARIO_TA("sent", sent), PARIO_TA("recv", recv));
 }
 
-/* Aggregators with data in their window of round k: the ranks whose storage accesses form
- * the round's collective access (only remote storage is tagged, so only it pays for this). */
-static int round_senders(const pario_coll_ctx *c, const coll_call *x, MPI_Offset k) {
-  int n = 0;
-  for (int i = 0; i < c->naggr && c->f->drv->remote; i++) {
-    MPI_Offset lo, hi, s, e;
-    coll_plan_window(&x->plan, i, k, &lo, &hi);
-    for (int r = 0; lo < hi && r < c->np; r++)
-      if (piece_in(c, x, r, lo, hi, &s, &e)) {
-        n++;
-        break;
-      }
-  }
-  return n;
-}
-
 int coll_rounds(pario_coll_ctx *c, const coll_call *x) {
-  int rc = MPI_SUCCESS;
+  int rc = MPI_SUCCESS, failed = 0, pipe = pipelined(c, x);
+  coll_bg bg = {0};
+  /* Staged, one round at a time, this rank's own piece stays where it is (user memory or the
+   * pack buffer) for the round; otherwise it is a message to itself, landing in the window. */
+  c->self_local = !pipe && !direct_ok(c);
   /* A rank with no data and no domain has nothing to do in any round. */
   MPI_Offset rounds = x->n > 0 || x->me_aggr >= 0 ? x->plan.rounds : 0;
   for (MPI_Offset k = 0; k < rounds; k++) {
@@ -449,17 +640,18 @@ int coll_rounds(pario_coll_ctx *c, const coll_call *x) {
     MPI_Offset lo = 0, hi = 0;
     if (x->me_aggr >= 0) {
       coll_plan_window(&x->plan, x->me_aggr, k, &lo, &hi);
-      /* Within a round an aggregator's storage accesses wait for nobody else's (its data
-       * arrived before the first), so a forwarder may hold them until every aggregator's
-       * access of the same number is there; across rounds they would. */
-      c->tag = coll_tag(c, k, lo < hi ? round_senders(c, x, k) : 0);
-      int e = lo < hi ? aggregate_window(c, x, lo, hi, &rd) : MPI_SUCCESS;
-      c->tag = (pario_drv_coll){0, 0, 0};
+      int e = x->rw == PARIO_WRITE ? write_round(c, x, k, pipe, &bg, &failed) : read_round(c, x, k, pipe, &bg);
       if (rc == MPI_SUCCESS) rc = e;
     }
     int e = finish_round(c, x, &rd);
     if (rc == MPI_SUCCESS) rc = e;
     if (PARIO_TRACING()) trace_round(c, x, k, &rd, lo, hi, t0);
+  }
+  int e = coll_bg_end(&bg); /* no job runs here any more; the thread ends */
+  if (rc == MPI_SUCCESS) rc = e;
+  for (int i = 0; i < 2 && x->me_aggr >= 0; i++) { /* a read's last sends */
+    pario_wait_all(c->win[i].nrq, c->win[i].rq, c->st + c->np);
+    c->win[i].nrq = 0;
   }
   return rc;
 }

@@ -36,19 +36,65 @@ typedef struct coll_vset {
 typedef struct coll_piece {
   int peer;        /* the other rank (the aggregator, or the rank whose data it is) */
   MPI_Offset s, e; /* data positions [s, e) */
-  char *ptr;       /* its bytes: user memory, the pack buffer or the staging area */
-  size_t iv0, iv1; /* its file intervals in c->iv (aggregator side) */
+  char *ptr;       /* its bytes: user memory or the pack buffer (this rank's side); its slot
+                      of the window's buffer when the window is staged (aggregator side) */
+  size_t iv0, iv1; /* its file intervals in the window's iv (aggregator side) */
 } coll_piece;
 
 /* Walks one piece's file intervals and its data. */
 typedef struct coll_cursor {
-  size_t k;        /* current interval in c->iv */
+  size_t k;        /* current interval in the window's iv */
   MPI_Offset skip; /* bytes of it already done (it straddled the previous chunk) */
-  char *p;         /* the piece's data at that point */
+  char *p;         /* the piece's data at that point (staged windows) */
 } coll_cursor;
 
+/* One window of an aggregator in flight (two when the rounds are pipelined, exchange.c):
+ * every rank's piece of it, their file intervals, its buffer and its messages. A direct
+ * window's buffer is the file's bytes [from, to): the pieces are received into their places
+ * (writes) and sent from them (reads) with a datatype each; a staged one holds the pieces one
+ * after the other and the chunk buffer c->cbuf is filled from them (pieces that overlap, or no
+ * datatype could be made, or pario_coll_direct=false). */
+typedef struct coll_win {
+  struct pario_coll_ctx *c;
+  const struct coll_call *x;
+  MPI_Offset k, lo, hi;  /* round k's window [lo, hi) */
+  MPI_Offset from, to;   /* the span of its pieces' intervals */
+  int npc, direct, nrq;
+  int rc;                /* its failure: intervals out of memory, or its storage access */
+  coll_piece *pc;        /* np */
+  coll_cursor *cur;      /* 2 np */
+  coll_hent *heap;       /* np */
+  MPI_Request *rq;       /* np: its receives (write) or sends (read) */
+  MPI_Datatype *ty;      /* np: each piece's place in a direct buffer */
+  void *arrays;          /* the np-sized arrays above, one allocation */
+  size_t arcap;
+  char *buf;
+  size_t cap;
+  pario_run *iv; /* the pieces' file intervals, piece by piece */
+  size_t ivcap;
+  pario_drv_coll tag; /* its storage accesses' part in the collective access (coll_tag) */
+} coll_win;
+
+/* The storage jobs of one call's pipeline (pipeline.c): a thread of their own, made at the
+ * first job, one job at a time. Zero-initialised before the call's first job. */
+typedef struct coll_bg {
+  pthread_t th;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int started, busy, quit, rc;
+  int (*fn)(coll_win *);
+  coll_win *w;
+} coll_bg;
+/* Run fn(w): in the thread when async (at once when none can be made), else now. */
+void coll_bg_start(coll_bg *b, int async, int (*fn)(coll_win *), coll_win *w);
+/* Wait for the job started last; its result (MPI_SUCCESS when there was none). */
+int coll_bg_join(coll_bg *b);
+/* Join, and end the thread; the last job's result. */
+int coll_bg_end(coll_bg *b);
+
 /* Test knobs, read once when a context is created: PARIO_TEST_COLL_EIO=R makes rank R's
- * aggregated file accesses fail with EIO; PARIO_TEST_COLL_NOMEM=R:site makes rank R's
+ * aggregated file accesses fail with EIO, R:N only its N-th (counted from 0 since the context
+ * was made); PARIO_TEST_COLL_NOMEM=R:site makes rank R's
  * allocation at that site fail (context, views, stage, pack). */
 enum { COLL_SITE_NONE, COLL_SITE_CONTEXT, COLL_SITE_VIEWS, COLL_SITE_STAGE, COLL_SITE_PACK };
 
@@ -74,19 +120,21 @@ struct pario_coll_ctx {
   struct coll_view_hdr *hdrs;  /* np */
   int *cnt, *dsp;              /* np: words and offsets of each rank's runs in vbuf */
   MPI_Offset *bound;           /* np + 1: the plan's domains */
-  coll_piece *mine_pc, *aggr_pc; /* np each: this rank's pieces, its window's pieces */
+  coll_piece *mine_pc;         /* np: this rank's pieces */
   MPI_Request *reqs;           /* 2 np */
-  MPI_Status *st;              /* 2 np */
-  coll_cursor *cur;            /* 2 np */
+  MPI_Status *st;              /* 2 np: this rank's pieces' (first np), a window's (last np) */
   coll_range *ranges;          /* np: the decision's sorted byte ranges */
-  coll_hent *heap;             /* np: the merge of the window's pieces (exchange.c) */
   /* Data buffers, grown before the rounds start. */
-  char *cbuf, *stage, *pack; /* the aggregator's chunk, received data, this rank's packed data */
-  size_t cbcap, stcap, pkcap;
-  pario_run *iv; /* the current window's file intervals, piece by piece */
-  size_t ivcap;
-  pario_drv_coll tag; /* the round in progress: its aggregator's storage accesses (coll_tag) */
+  char *cbuf, *pack; /* the aggregator's chunk, this rank's packed data */
+  size_t cbcap, pkcap;
+  coll_win win[2];   /* an aggregator's windows (exchange.c) */
+  int self_local;    /* this call's own piece is not a message (staged, unpipelined) */
+  char *self;        /* its bytes in the current round */
+  int *tblen;        /* scratch of a window's datatypes (main thread) */
+  MPI_Aint *tdisp;
+  size_t tbcap, tdcap;
   int eio_rank, nomem_rank, nomem_site; /* test knobs (-1, COLL_SITE_NONE: off) */
+  long long eio_after, eio_seen;        /* the EIO knob's one access (-1: all) and the count */
 };
 
 /* One aggregated call, as this rank sees it. */
@@ -127,6 +175,8 @@ static inline const pario_view *coll_view_of(const pario_coll_ctx *c, const coll
  * readers in the data message's tag. */
 int coll_buffers(pario_coll_ctx *c, const coll_call *x);
 int coll_rounds(pario_coll_ctx *c, const coll_call *x);
+/* Free the windows' memory (the context goes). */
+void coll_wins_free(pario_coll_ctx *c);
 
 /* access.c: the tag of part k of the current collective call, made by n ranks, that the file
  * accesses of that part hand to the driver (driver/driver.h, pario_drv_coll: drivers of remote

@@ -28,7 +28,9 @@ static void knobs_read(pario_coll_ctx *c) {
                                       [COLL_SITE_STAGE] = "stage", [COLL_SITE_PACK] = "pack"};
   const char *eio = getenv("PARIO_TEST_COLL_EIO"), *nomem = getenv("PARIO_TEST_COLL_NOMEM");
   char site[16] = "";
-  c->eio_rank = eio ? atoi(eio) : -1;
+  c->eio_rank = -1;
+  c->eio_after = -1;
+  if (eio && sscanf(eio, "%d:%lld", &c->eio_rank, &c->eio_after) < 1) c->eio_rank = -1;
   c->nomem_rank = -1;
   c->nomem_site = COLL_SITE_NONE;
   if (!nomem || sscanf(nomem, "%d:%15s", &c->nomem_rank, site) != 2) return;
@@ -40,10 +42,10 @@ static void knobs_read(pario_coll_ctx *c) {
 static void ctx_free(pario_coll_ctx *c) {
   if (!c) return;
   coll_views_forget(c);
+  coll_wins_free(c);
   if (c->comm != MPI_COMM_NULL) PMPI_Comm_free(&c->comm);
   void *arrays[] = {c->node_of, c->rank_in_node, c->aggr, c->info, c->hdrs, c->cnt, c->dsp, c->bound,
-                    c->mine_pc, c->aggr_pc, c->reqs, c->st, c->cur, c->ranges, c->heap, c->cbuf,
-                    c->stage, c->pack, c->iv, c->vbuf};
+                    c->mine_pc, c->reqs, c->st, c->ranges, c->cbuf, c->pack, c->vbuf};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
   free(c);
 }
@@ -68,16 +70,13 @@ static pario_coll_ctx *ctx_alloc(pario_file *f, int **lead) {
   c->dsp = malloc(n * sizeof(int));
   c->bound = malloc((n + 1) * sizeof(MPI_Offset));
   c->mine_pc = malloc(n * sizeof(coll_piece));
-  c->aggr_pc = malloc(n * sizeof(coll_piece));
   c->reqs = malloc(2 * n * sizeof(MPI_Request));
   c->st = malloc(2 * n * sizeof(MPI_Status));
-  c->cur = malloc(2 * n * sizeof(coll_cursor));
   c->ranges = malloc(n * sizeof(coll_range));
-  c->heap = malloc(n * sizeof(coll_hent));
   *lead = malloc(n * sizeof(int));
   if (!c->node_of || !c->rank_in_node || !c->aggr || !c->info || !c->hdrs ||
-      !c->cnt || !c->dsp || !c->bound || !c->mine_pc || !c->aggr_pc || !c->reqs || !c->st || !c->cur ||
-      !c->ranges || !c->heap ||
+      !c->cnt || !c->dsp || !c->bound || !c->mine_pc || !c->reqs || !c->st ||
+      !c->ranges ||
       !*lead || (c->nomem_site == COLL_SITE_CONTEXT && c->rank == c->nomem_rank)) {
     free(*lead);
     *lead = NULL;

@@ -68,7 +68,7 @@ void pario_wait_tune(int mode, long long nap_max_us, long long yield_us) {
 }
 
 /* Whether the waits spin now. */
-static int pario_wait_spins(void) {
+int pario_wait_spins(void) {
   int s = __atomic_load_n(&w_spin, __ATOMIC_RELAXED);
   if (s < 0) __atomic_store_n(&w_spin, s = auto_spins(), __ATOMIC_RELAXED); /* the same on every racer */
   return s;

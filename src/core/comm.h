@@ -15,6 +15,8 @@
  * MPI_LOCALNRANKS, PMI_LOCAL_SIZE), unknown counts nap; decided at the first wait. Until a
  * file sets them, the defaults with PARIO_AUTO. */
 void pario_wait_tune(int mode, long long nap_max_us, long long yield_us);
+/* Whether the waits spin now (dedicated cores; sharedfp/addproc.c naps where they do not). */
+int pario_wait_spins(void);
 /* MPI_Waitall that sleeps between polls after a short spin (bulk exchanges). */
 void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st);
 /* The same for small collectives whose latency matters: polls yield the core for a while

@@ -85,6 +85,8 @@ static void apply(pario_hints *h, const char *k, const char *v) {
   else if (!strcmp(k, "pario_coll_view_cache")) { if (parse_size(v, &x) && x >= 1 && x <= PARIO_COLL_VIEW_CACHE_MAX) h->coll_view_cache = (int)x; }
   else if (!strcmp(k, "pario_coll_chunk")) { if (parse_size(v, &x) && x >= 4096 && x <= (1LL << 30)) h->coll_chunk = x; }
   else if (!strcmp(k, "pario_coll_window_max")) { if (parse_size(v, &x) && x >= 4096 && x <= (1LL << 30)) h->coll_window_max = x; }
+  else if (!strcmp(k, "pario_coll_pipeline")) { int t; if (parse_tristate(v, &t) && t != PARIO_AUTO) h->coll_pipeline = t == PARIO_ENABLE; }
+  else if (!strcmp(k, "pario_coll_direct")) { int t; if (parse_tristate(v, &t) && t != PARIO_AUTO) h->coll_direct = t == PARIO_ENABLE; }
   else if (!strcmp(k, "pario_wait")) {
     if (!strcmp(v, "spin")) h->wait_mode = PARIO_WAIT_SPIN;
     else if (!strcmp(v, "nap")) h->wait_mode = PARIO_WAIT_NAP;
@@ -203,6 +205,8 @@ int pario_hints_to_info(const pario_hints *h, int nodes, MPI_Info *info) {
   set_ll(*info, "pario_coll_view_cache", h->coll_view_cache);
   set_ll(*info, "pario_coll_chunk", h->coll_chunk);
   set_ll(*info, "pario_coll_window_max", h->coll_window_max);
+  PMPI_Info_set(*info, "pario_coll_pipeline", h->coll_pipeline ? "true" : "false");
+  PMPI_Info_set(*info, "pario_coll_direct", h->coll_direct ? "true" : "false");
   PMPI_Info_set(*info, "pario_wait", h->wait_mode == PARIO_WAIT_SPIN ? "spin" : h->wait_mode == PARIO_WAIT_NAP ? "nap" : "auto");
   set_ll(*info, "pario_wait_nap_max", h->wait_nap_max_us);
   set_ll(*info, "pario_wait_yield", h->wait_yield_us);

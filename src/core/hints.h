@@ -51,6 +51,12 @@ typedef struct pario_hints {
                                 writes in one piece (PARIO_COLL_CHUNK) */
   long long coll_window_max; /* pario_coll_window_max: largest collective window on local
                                 storage (PARIO_COLL_WINDOW_MAX) */
+  int coll_pipeline;         /* pario_coll_pipeline: an aggregator keeps two windows in
+                                flight, round k's storage access in a thread while round
+                                k+1's data moves (1), or one round at a time (0, default) */
+  int coll_direct;           /* pario_coll_direct: an aggregator receives each piece into its
+                                place in the window and sends it from there with a datatype
+                                (1), or stages the pieces and copies them (0, default) */
   int wait_mode;             /* pario_wait: PARIO_AUTO (spin on dedicated cores of an idle
                                 node, else nap),
                                 PARIO_WAIT_SPIN or PARIO_WAIT_NAP (core/comm.c) */

@@ -279,9 +279,33 @@ def _align_servers(trace: Trace) -> None:
             s.offset_given = True
 
 
-def load(directory: str, keep: bool = True) -> Trace:
+def _read_notes(path: str) -> Tuple[Optional[Proc], List[str]]:
+    warnings: List[str] = []
+    return read_file(path, warnings, keep=False), warnings
+
+
+def _read_all(paths: List[str], keep: bool, jobs: int, warnings: List[str]) -> List[Optional[Proc]]:
+    """read_file of every path, in order; keep=False with jobs > 1: by that many worker
+    processes (what they return is small: the notes, not the events)."""
+    if keep or jobs < 2 or len(paths) < 2:
+        return [read_file(path, warnings, keep) for path in paths]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    big_first = sorted(paths, key=lambda x: -os.path.getsize(x))  # so that a big file does not come last
+    with ProcessPoolExecutor(min(jobs, len(paths)), mp_context=multiprocessing.get_context("fork")) as pool:
+        got = dict(zip(big_first, pool.map(_read_notes, big_first)))
+    out = []
+    for path in paths:
+        p, w = got[path]
+        warnings.extend(w)
+        out.append(p)
+    return out
+
+
+def load(directory: str, keep: bool = True, jobs: int = 1) -> Trace:
     """Every usable file of a trace directory; TraceError only when none is. keep=False:
-    the processes without their events (read_file's first pass), for the streaming readers."""
+    the processes without their events (read_file's first pass), for the streaming readers,
+    read by `jobs` worker processes where jobs > 1."""
     if not os.path.isdir(directory):
         raise TraceError(f"{directory}: no such trace directory")
     paths = sorted(p for p in glob.glob(os.path.join(directory, "*.jsonl")) if _NAME.match(os.path.basename(p)))
@@ -289,7 +313,7 @@ def load(directory: str, keep: bool = True) -> Trace:
         raise TraceError(f"{directory}: no trace files (client-*.jsonl, server-*.jsonl); was the program run "
                          "with PARIO_TRACE set and libpario preloaded?")
     warnings: List[str] = []
-    procs = [p for p in (read_file(path, warnings, keep) for path in paths) if p is not None]
+    procs = [p for p in _read_all(paths, keep, jobs, warnings) if p is not None]
     if not procs:
         raise TraceError(f"{directory}: no usable trace file ({len(paths)} found): " + "; ".join(warnings))
     procs.sort(key=lambda p: p.sort_key)

@@ -2,7 +2,7 @@
 
 Events go to the file in batches as each process's file is read (tracestream: pass 2), so
 memory does not grow with the trace: per process the writer keeps one stack per thread (to
-clamp a span that outlives its parent, see `_Clamp`) and the bytes/s bins (200 of them); the
+clamp a span that outlives its parent, see CLAMP_CAP) and the bytes/s bins (200 of them); the
 hops of the requests (spans with a `flow` id), from which the arrows from a client's request
 to the server operations it caused are drawn at the end, go to a temporary file past a
 bounded number (traceflows.py).
@@ -52,6 +52,10 @@ class _Rates:
         if b <= a:
             bins[min(nb - 1, (a - lo) // width)] += n
             return
+        k = (a - lo) // width
+        if k == (b - lo) // width and k < nb:  # within one bin (most spans): the same sum, fewer steps
+            bins[k] += n * (b - a) / (b - a)
+            return
         for k in range((a - lo) // width, min(nb - 1, (b - lo) // width) + 1):
             s, t = lo + k * width, lo + (k + 1) * width
             bins[k] += n * max(0, min(b, t) - max(a, s)) / (b - a)
@@ -66,28 +70,12 @@ class _Rates:
                  "args": {"bytes/s": 0}}]
 
 
-class _Clamp:
-    """Spans of one thread in the writers' order (by end, children first) made properly
-    nested, as the trace viewers need: a span that starts inside an earlier one and ends
-    after it (clock granularity) is cut at that one's end. The stack holds the spans not yet
-    inside a later one: a parent's children until it ends, at most CAP (then the oldest are
-    forgotten: a span that starts inside one of those is not cut)."""
-    CAP = 4096
-    __slots__ = ("stack",)
-
-    def __init__(self) -> None:
-        self.stack: List[Tuple[int, int]] = []
-
-    def end(self, a: int, b: int) -> int:
-        st = self.stack
-        while st and st[-1][0] >= a:
-            st.pop()
-        if st and a < st[-1][1] < b:
-            b = st[-1][1]
-        st.append((a, b))
-        if len(st) > self.CAP:
-            del st[:self.CAP // 2]
-        return b
+# Spans of one thread come in the writers' order (by end, children first); they are made
+# properly nested, as the trace viewers need: a span that starts inside an earlier one and
+# ends after it (clock granularity) is cut at that one's end. Per thread, a stack holds the
+# spans not yet inside a later one: a parent's children until it ends, at most CLAMP_CAP (then
+# the oldest half is forgotten: a span that starts inside one of those is not cut).
+CLAMP_CAP = 4096
 
 
 def _args(e: dict, files: Dict[int, str]) -> dict:
@@ -104,36 +92,56 @@ def _args(e: dict, files: Dict[int, str]) -> dict:
 
 def _process(p: Proc, order: int, pid: int, lo: int, hi: int, flows: Flows,
              events: Iterable[Tuple[str, dict]]) -> Iterator[dict]:
-    """The Chrome events of one process (the hot loop: locals only, no call per span but
-    the clamp's)."""
+    """The Chrome events of one process (the hot loop: locals only, no call per span; the
+    clamp (see CLAMP_CAP) and the hop table's appends inline)."""
     origin, off, files = lo, p.offset, p.files
     label = p.name + (f" ({p.host})" if p.host else "")
     yield {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": label}}
     yield {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": order}}
     for tid, tname in sorted(p.threads.items()):
         yield {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": tname}}
-    rates, clamps = _Rates(p, lo, hi), {}
-    rate_cat, rate_add, flow_add = rates.cat, rates.add, flows.add
-    client = p.kind == "client"
-    shift = off - origin
+    rates, stacks = _Rates(p, lo, hi), {}
+    rate_cat, rate_add = rates.cat, rates.add
+    hop_ids, hop_add, limit = flows.ids, flows.hot(), flows.LIMIT
+    ids_add, t_add, w_add = hop_add
+    where = (pid << 33) | (1 if p.kind == "client" else 0)
+    shift, cap = off - origin, CLAMP_CAP
     for typ, e in events:
         if typ == "span":
             tid = e.get("tid", 0)
-            c = clamps.get(tid)
-            if c is None:
-                c = clamps[tid] = _Clamp().end
+            st = stacks.get(tid)
+            if st is None:
+                st = stacks[tid] = []
             a = e["t"]
-            b = c(a, a + e["d"])
+            b = a + e["d"]
+            while st and st[-1][0] >= a:
+                st.pop()
+            if st:
+                pb = st[-1][1]
+                if a < pb < b:
+                    b = pb
+            st.append((a, b))
+            if len(st) > cap:
+                del st[:cap // 2]
             cat = e.get("cat", "?")
             args = e.get("args") or {}
             fid = e.get("flow")
-            f = args.get("file")
-            if f in files or "flow" in e:
-                args = _args(e, files)
+            if fid is not None or "flow" in e:
+                args = dict(args)
+                if args.get("file") in files:
+                    args["file_name"] = files[args["file"]]
+                args["request_id"] = str(fid)
+                if fid and fid.__class__ is int:
+                    ids_add(fid & 0xFFFFFFFFFFFFFFFF)
+                    t_add(a + off)
+                    w_add(where | ((tid & 0xFFFFFFFF) << 1))
+                    if len(hop_ids) >= limit:
+                        flows.spill()
+            elif args.get("file") in files:
+                args = dict(args)
+                args["file_name"] = files[args["file"]]
             yield {"ph": "X", "name": e.get("name", "?"), "cat": cat, "pid": pid, "tid": tid,
                    "ts": (a + shift) / 1000.0, "dur": (b - a) / 1000.0, "args": args}
-            if fid and fid.__class__ is int:
-                flow_add(fid, a + off, pid, tid, client)
             if cat == rate_cat:
                 rate_add(a + off, b + off, _bytes_of(e))
         elif typ == "instant":

@@ -179,7 +179,7 @@ def test_merge_spilled_and_parallel_same_bytes(big, tmp_path, monkeypatch):
 _RSS = """
 import resource, sys
 from pario import trace as tr, tracechrome, traceflows
-traceflows.Flows.LIMIT, tracechrome._Clamp.CAP = 4096, 256  # the bounds small, to reach them
+traceflows.Flows.LIMIT, tracechrome.CLAMP_CAP = 4096, 256  # the bounds small, to reach them
 tr.merge_json(tr.scan(sys.argv[1]), sys.argv[2])
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Tuple
 
-from .tracefile import (Proc, Trace, TraceError, _bytes_of, by_thread, load, nest,  # noqa: F401
+from .tracefile import (Proc, Trace, TraceError, _bytes_of, by_thread, jobs_default, load, nest,  # noqa: F401
                         outermost, overlap, read_file)
-from .tracechrome import SERVER_BASE_PID, chrome_stream, jobs_default, write_chrome  # noqa: F401
+from .tracechrome import SERVER_BASE_PID, chrome_stream, write_chrome  # noqa: F401
 from .tracestream import events, scan  # noqa: F401
 from .tracestats import (RANK_COLUMNS, SERVER_COLUMNS, RankStats, ServerStats, rank_rows,  # noqa: F401
                          rank_stats, server_rows, server_stats, stats_text, window_of)

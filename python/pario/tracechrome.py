@@ -17,7 +17,7 @@ import tempfile
 from typing import Callable, Dict, Iterable, Iterator, List, Tuple
 
 from .traceflows import Flows
-from .tracefile import Proc, Trace, _bytes_of
+from .tracefile import Proc, Trace, _bytes_of, workers
 
 try:
     from orjson import dumps as _dumps  # pinned in python/pyproject.toml
@@ -198,22 +198,16 @@ def _part(i: int) -> Tuple[int, int]:
     return n, flows.flush()
 
 
-def jobs_default() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def _parallel(trace: Trace, events_of, fh, tmp: str, jobs: int) -> int:
     """The processes' events by `jobs` worker processes (each process's file to a part file),
     copied to fh in order, then the arrows; the number of events. Same bytes as the serial way."""
     global _JOB
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
     lo, hi = trace.bounds()
     _JOB = (trace, events_of, lo, hi, tmp)
     try:
         # the largest files first, so that one big file does not come last
         todo = sorted(range(len(trace.procs)), key=lambda i: -trace.procs[i].events)
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        with workers(min(jobs, len(todo))) as pool:
             futs = {i: pool.submit(_part, i) for i in todo}
             counts = [futs[i].result() for i in range(len(trace.procs))]
     finally:

@@ -1,21 +1,27 @@
 #!/bin/bash
 # Measure `pario trace merge -o` and `pario trace stats` on synthetic traces (issue 32, item 4):
-# wall time, CPU time (user + sys) and peak memory (/usr/bin/time -v's maximum resident set
-# size), the median of RUNS runs, at each size given (events; default 1e6 1e7). Not part of
-# `make test`: 10^7 events are 1.6 GB of trace and about 4 minutes per size and run.
+# wall time, CPU time (user + sys, workers included) and peak memory (/usr/bin/time -v's maximum
+# resident set size: that of the largest process; merge's workers are each as bounded as the
+# main process), the median of RUNS runs, at each size given (events; default 1e6 1e7). Not part
+# of `make test`: 10^7 events are 1.6 GB of trace and about a minute of CPU per command and run.
 #
 #   scripts/trace-scale.sh                 # 10^6 and 10^7 events, 3 runs each
 #   RUNS=1 scripts/trace-scale.sh 1e5      # a quick look
+#   JOBS=1 COMMANDS="merge report otf2" scripts/trace-scale.sh 1e6
 #   PARIO_PYTHONPATH=/tmp/old/python scripts/trace-scale.sh 1e6   # another version's python/ (before/after)
 #
-# Environment: PY (default build/venv/bin/python, `make venv`), RUNS (3), RANKS (4),
-# WORK (a scratch directory, default /tmp/pario-trace-scale; the traces stay there for reuse).
+# Environment: PY (default build/venv/bin/python, `make venv`), RUNS (3), RANKS (4), COMMANDS
+# (default "merge stats"; also report, otf2: these two hold the trace in memory), JOBS (merge's
+# --jobs; default its own: the CPUs), WORK (a scratch directory, default /tmp/pario-trace-scale;
+# the traces stay there for reuse).
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PY:-$root/build/venv/bin/python}
 RUNS=${RUNS:-3}
 RANKS=${RANKS:-4}
+COMMANDS=${COMMANDS:-merge stats}
+JOBS=${JOBS:-}
 WORK=${WORK:-/tmp/pario-trace-scale}
 [ -x "$PY" ] || { echo "trace-scale: no $PY (run make venv)" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "trace-scale: no /usr/bin/time (apt-get install time)" >&2; exit 2; }
@@ -46,10 +52,17 @@ for n in "${sizes[@]}"; do
     touch "$dir/.done"
   fi
   events=$(cat "$dir.events")
-  for cmd in merge stats; do
+  for cmd in $COMMANDS; do
     rm -f "$WORK/runs"
     for _ in $(seq "$RUNS"); do
-      if [ $cmd = merge ]; then measure merge "$dir" -o "$WORK/merged.json"; else measure stats "$dir"; fi >> "$WORK/runs"
+      rm -rf "$WORK/merged.json" "$WORK/otf2" "$WORK/report.html"
+      case $cmd in
+        merge) measure merge "$dir" -o "$WORK/merged.json" ${JOBS:+-j "$JOBS"};;
+        stats) measure stats "$dir";;
+        report) measure report "$dir" -o "$WORK/report.html";;
+        otf2) measure merge "$dir" --otf2 "$WORK/otf2";;
+        *) echo "trace-scale: unknown command $cmd (merge, stats, report, otf2)" >&2; exit 2;;
+      esac >> "$WORK/runs"
     done
     wall=$(awk '{ print $1 }' "$WORK/runs" | median)
     cpu=$(awk '{ print $2 }' "$WORK/runs" | median)
@@ -57,6 +70,6 @@ for n in "${sizes[@]}"; do
     awk -v n="$events" -v c="$cmd" -v w="$wall" -v u="$cpu" -v m="$rss" 'BEGIN {
       printf "%-9d %-6s %10.2f %10.2f %12.0f %10s %12.0f %10.0f\n", n, c, w, u, n / w, "", n / u, m / 1024 }'
   done
-  rm -f "$WORK/merged.json"
+  rm -rf "$WORK/merged.json" "$WORK/otf2" "$WORK/report.html"
 done
-echo "(median of $RUNS run(s); $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); python: $pp)"
+echo "(median of $RUNS run(s); merge --jobs ${JOBS:-default}; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); python: $pp)"

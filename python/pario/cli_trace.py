@@ -32,6 +32,8 @@ def _trace_parsers(sub) -> None:
     m.add_argument("dir", metavar="DIR")
     m.add_argument("-o", "--output", metavar="FILE", help="Chrome trace-event JSON file")
     m.add_argument("--otf2", metavar="OUT", help="OTF2 archive directory (OUT/traces.otf2)")
+    m.add_argument("-j", "--jobs", type=int, metavar="N", default=None,
+                   help="worker processes for -o, one process's file each at a time (default: the CPUs)")
     st = tsub.add_parser("stats", help="per-server table (seed 001, Table 2) and per-rank I/O times",
                          description="Print the servers' statistics (network and storage load, operations per "
                                      "second, storage accesses, bytes per storage operation, CPU usage, "
@@ -94,14 +96,18 @@ def cmd_trace(args) -> int:
     try:
         # merge -o and stats stream (two passes over the files, memory independent of their
         # length: python/pario/tracestream.py); OTF2 and the report read the trace into memory
-        t = tr.scan(args.dir) if args.trace_command in ("merge", "stats") else tr.load(args.dir)
+        # (the first pass, and merge -o's second, by one worker process per CPU: --jobs)
+        jobs = tr.jobs_default() if getattr(args, "jobs", None) is None else args.jobs
+        if jobs < 1:
+            raise UsageError(f"--jobs {jobs}: must be at least 1")
+        t = tr.scan(args.dir, jobs) if args.trace_command in ("merge", "stats") else tr.load(args.dir)
         for w in t.warnings:
             print(f"pario: warning: {w}", file=sys.stderr)
         if args.trace_command == "merge":
             if not args.output and not args.otf2:
                 raise UsageError("merge needs -o FILE (JSON) and/or --otf2 OUT (see `pario trace merge --help`)")
             if args.output:
-                n = tr.merge_json(t, args.output)
+                n = tr.merge_json(t, args.output, jobs)
                 print(f"{args.output}: {n} events from {len(t.procs)} process(es)")
             if args.otf2:
                 n = tr.merge_otf2(tr.load(args.dir), args.otf2)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Tuple
 
-from .tracefile import (Proc, Trace, TraceError, _bytes_of, by_thread, load, nest,  # noqa: F401
+from .tracefile import (Proc, Trace, TraceError, _bytes_of, by_thread, jobs_default, load, nest,  # noqa: F401
                         outermost, overlap, read_file)
 from .tracechrome import SERVER_BASE_PID, chrome_stream, write_chrome  # noqa: F401
 from .tracestream import events, scan  # noqa: F401
@@ -28,10 +28,11 @@ def chrome_events(trace: Trace) -> List[dict]:
     return list(chrome_stream(trace, events))
 
 
-def merge_json(trace: Trace, out_path: str) -> int:
+def merge_json(trace: Trace, out_path: str, jobs: int = 1) -> int:
     """Write the merged timeline to out_path as it is made; the number of events. With a
-    trace from `scan` (its events not in memory) the files are read again one line at a time."""
-    return write_chrome(trace, events, out_path)
+    trace from `scan` (its events not in memory) the files are read again one line at a time,
+    by `jobs` worker processes (a file each at a time) where jobs > 1."""
+    return write_chrome(trace, events, out_path, jobs)
 
 
 # ---- OTF2 ----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ writer's own `dropped` marker). Only a directory with no usable file at all is a
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -279,9 +280,54 @@ def _align_servers(trace: Trace) -> None:
             s.offset_given = True
 
 
-def load(directory: str, keep: bool = True) -> Trace:
+def _read_notes(path: str) -> Tuple[Optional[Proc], List[str]]:
+    warnings: List[str] = []
+    return read_file(path, warnings, keep=False), warnings
+
+
+def jobs_default() -> int:
+    """Worker processes by default: the CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@contextlib.contextmanager
+def workers(n: int):
+    """A pool of n forked worker processes (they inherit what the caller set up); when the
+    caller stops (Ctrl-C, SIGTERM, an error) the workers are killed and the pending work
+    dropped, instead of waiting for it."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"))
+    try:
+        yield pool
+    except BaseException:
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+
+
+def _read_all(paths: List[str], keep: bool, jobs: int, warnings: List[str]) -> List[Optional[Proc]]:
+    """read_file of every path, in order; keep=False with jobs > 1: by that many worker
+    processes (what they return is small: the notes, not the events)."""
+    if keep or jobs < 2 or len(paths) < 2:
+        return [read_file(path, warnings, keep) for path in paths]
+    big_first = sorted(paths, key=lambda x: -os.path.getsize(x))  # so that a big file does not come last
+    with workers(min(jobs, len(paths))) as pool:
+        got = dict(zip(big_first, pool.map(_read_notes, big_first)))
+    out = []
+    for path in paths:
+        p, w = got[path]
+        warnings.extend(w)
+        out.append(p)
+    return out
+
+
+def load(directory: str, keep: bool = True, jobs: int = 1) -> Trace:
     """Every usable file of a trace directory; TraceError only when none is. keep=False:
-    the processes without their events (read_file's first pass), for the streaming readers."""
+    the processes without their events (read_file's first pass), for the streaming readers,
+    read by `jobs` worker processes where jobs > 1."""
     if not os.path.isdir(directory):
         raise TraceError(f"{directory}: no such trace directory")
     paths = sorted(p for p in glob.glob(os.path.join(directory, "*.jsonl")) if _NAME.match(os.path.basename(p)))
@@ -289,7 +335,7 @@ def load(directory: str, keep: bool = True) -> Trace:
         raise TraceError(f"{directory}: no trace files (client-*.jsonl, server-*.jsonl); was the program run "
                          "with PARIO_TRACE set and libpario preloaded?")
     warnings: List[str] = []
-    procs = [p for p in (read_file(path, warnings, keep) for path in paths) if p is not None]
+    procs = [p for p in _read_all(paths, keep, jobs, warnings) if p is not None]
     if not procs:
         raise TraceError(f"{directory}: no usable trace file ({len(paths)} found): " + "; ".join(warnings))
     procs.sort(key=lambda p: p.sort_key)

@@ -21,9 +21,10 @@ from typing import Iterator, List, Tuple
 from .tracefile import _SPAN, Proc, Trace, TraceError, load, loads, parse, read_file, valid
 
 
-def scan(directory: str) -> Trace:
-    """Pass 1: the processes of a trace directory with their notes, not their events."""
-    return load(directory, keep=False)
+def scan(directory: str, jobs: int = 1) -> Trace:
+    """Pass 1: the processes of a trace directory with their notes, not their events (by
+    `jobs` worker processes, a file each at a time, where jobs > 1)."""
+    return load(directory, keep=False, jobs=jobs)
 
 
 def post_order(spans: List[dict]) -> List[dict]:

@@ -119,15 +119,29 @@ def collective_parts(spans: List[dict], call: dict) -> Tuple[int, int, int, int]
     return exch, fa, wait, max(0, (b - a) - exch - fa - wait)
 
 
+def _counted(e: dict) -> bool:
+    """A span that collective_parts counts (exchange, file access, waiting)."""
+    return (e.get("cat") == "coll" and e.get("name") == "exchange") or e.get("cat") == "driver" or \
+        e.get("name") in WAIT_SPANS
+
+
 def collectives(trace: Trace, win: Window = None) -> Table:
-    """Every collective call (args coll = 1), in time order, split as the rank totals are."""
+    """Every collective call (args coll = 1), in time order, split as the rank totals are. Per
+    call only the counted spans that can overlap it are looked at (those starting in [start
+    of the call - the longest counted span, end of the call)): the same sums, without a pass
+    over the whole thread per call."""
+    from bisect import bisect_left
     lo = trace.bounds()[0]
     rows: List[Tuple[int, List[str]]] = []
     for p in trace.clients:
         for spans in by_thread(p).values():
+            counted = [e for e in spans if _counted(e)]  # sorted by start, as spans
+            starts = [e["t"] for e in counted]
+            longest = max((e["d"] for e in counted), default=0)
             for e in spans:
                 if e.get("cat") == "api" and (e.get("args") or {}).get("coll") == 1 and _in(e, p, win):
-                    parts = collective_parts(spans, e)
+                    near = counted[bisect_left(starts, e["t"] - longest):bisect_left(starts, e["t"] + e["d"])]
+                    parts = collective_parts(near, e)
                     rows.append((e["t"] + p.offset, [e["name"], p.name, f"{(e['t'] + p.offset - lo) / 1e9:.6f}",
                                                      _ms(e["d"])] + [_ms(x) for x in parts]))
     rows.sort(key=lambda r: r[0])

@@ -180,3 +180,24 @@ def test_report_million_spans(tmp_path):
         assert page.errors == []
     finally:
         page.close()
+
+
+def test_collectives_look_near_the_call_only(tmp_path):
+    """The collective breakdown looks only at the spans that can overlap each call: the same
+    rows as collective_parts over the whole thread (the direct definition) on a synthetic trace."""
+    from pario.tracefile import by_thread
+    from synthtrace import write_big
+    d = str(tmp_path / "tr")
+    write_big(d, 4000, ranks=3)
+    t = load(d)
+    lo, direct = t.bounds()[0], []
+    for p in t.clients:
+        for spans in by_thread(p).values():
+            for e in spans:
+                if e.get("cat") == "api" and (e.get("args") or {}).get("coll") == 1:
+                    parts = tracetables.collective_parts(spans, e)
+                    direct.append((e["t"] + p.offset, [e["name"], p.name, f"{(e['t'] + p.offset - lo) / 1e9:.6f}",
+                                                       tracetables._ms(e["d"])] + [tracetables._ms(x) for x in parts]))
+    direct.sort(key=lambda r: r[0])
+    rows = tracetables.collectives(t)[1]
+    assert len(rows) > 10 and rows == [r for _, r in direct]

@@ -57,3 +57,24 @@ void srv_log(int level, const char *fmt, ...) {
   line[len + 1] = '\0';
   fputs(line, stderr);
 }
+
+uint64_t srv_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A flood of descriptor errors must not flood the log: one line a second, with the count. */
+void srv_log_fd_exhausted(const char *op, int err) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static uint64_t last, quiet;
+  uint64_t now = srv_now_ns();
+  pthread_mutex_lock(&mu);
+  int say = !last || now - last >= 1000000000ull;
+  uint64_t n = quiet;
+  if (say) last = now, quiet = 0;
+  else quiet++;
+  pthread_mutex_unlock(&mu);
+  if (say)
+    srv_log(LOG_WARN, "%s: %s (%llu more since the last such line)", op, strerror(err), (unsigned long long)n);
+}

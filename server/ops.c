@@ -1,9 +1,10 @@
 /* pario-server's request handlers but READ and WRITE: OPEN (with its checks of modes, hard
  * links and truncation), CLOSE, DELETE, STAT, SET_SIZE, PREALLOCATE, SYNC, COUNTER, LOCK, PING,
- * CHECKSUM, the rights of the connection's credential, and the dispatch of a job to its handler
+ * CHECKSUM, the confinement of OPEN and DELETE, and the dispatch of a job to its handler
  * (srv_handle_job). Each handler decodes its body with the codec (lengths checked first), works
  * on the file through the handle's descriptor and sends one reply. The handle table is in
- * handles.c, READ in read.c, WRITE (streamed by the connection's reader) in write.c. */
+ * handles.c, what every request passes first in admit.c, READ in read.c, WRITE (streamed by
+ * the connection's reader) in write.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -23,38 +24,6 @@ static void reply_u64(srv_job *j, int status, uint64_t v) {
   uint8_t b[8];
   rio_store_u64(b, v);
   srv_reply(j->c, j->h.type, j->h.id, status, b, status ? 0 : 8);
-}
-
-/* A body that does not decode: a malformed body (EPROTO: fields that do not add up to its
- * length) ends the connection, as PROTOCOL.md says; other codes (a value out of range in a
- * well-formed body) are ordinary refusals. */
-int srv_bad_body(srv_job *j, int e) {
-  if (e == RIO_EPROTO) {
-    srv_log(LOG_WARN, "conn %llu (%s): protocol error: malformed request body (type %u); closing",
-            (unsigned long long)j->c->serial, j->c->peer, j->h.type);
-    srv_reply_error(j->c, j->h.id, RIO_EPROTO, "malformed request body");
-    /* The reader stops before its next frame (SHUT_RD wakes it from a read) and sends what is
-     * queued, this ERROR included, before the end. */
-    __atomic_store_n(&j->c->stop_reading, 1, __ATOMIC_RELEASE);
-    if (j->c->fd < 0 || shutdown(j->c->fd, SHUT_RD)) {
-      pthread_mutex_lock(&j->c->mu);
-      srv_set_dead(j->c);
-      pthread_mutex_unlock(&j->c->mu);
-      j->c->io->shutdown(j->c);
-    }
-  } else {
-    srv_reply(j->c, j->h.type, j->h.id, e, NULL, 0);
-  }
-  return e;
-}
-
-/* Take the job's handle (first u64 of the body); 0, or replied with EBADF. */
-int srv_take_handle(srv_job *j, uint64_t value) {
-  int st;
-  j->hd = srv_handle_get(j->c, value, &st);
-  j->handle = value;
-  if (!j->hd) srv_reply(j->c, j->h.type, j->h.id, st, NULL, 0);
-  return j->hd ? 0 : -1;
 }
 
 /* ---- rights (cred.c) ------------------------------------------------------------------------- */
@@ -80,32 +49,6 @@ static void refuse_path(srv_job *j, const char *op, const char *path, uint32_t p
   snprintf(msg, sizeof msg, "%s refused: %s%s%s%s", op, why, sub ? " (credential " : "", sub ? c->cred->name : "",
            sub ? " is confined to its subdirectory)" : "");
   srv_reply_error(c, j->h.id, status, msg);
-}
-
-/* What a read-only credential asking for op is told, and logged. */
-void srv_ro_refusal(srv_conn *c, const char *op, char *msg, size_t n) {
-  snprintf(msg, n, "%s refused: credential %s is read-only", op, c->cred->name);
-  srv_log(LOG_WARN, "conn %llu (%s): %s", (unsigned long long)c->serial, c->peer, msg);
-}
-
-/* A read-only credential asking to change something: logged, answered RIO_EACCES with the
- * cause (an ERROR reply). 1 if refused. */
-static int refused_ro(srv_job *j, const char *op) {
-  if (!srv_conn_ro(j->c)) return 0;
-  char msg[128];
-  srv_ro_refusal(j->c, op, msg, sizeof msg);
-  srv_reply_error(j->c, j->h.id, RIO_EACCES, msg);
-  return 1;
-}
-
-/* What every request on an open handle passes first, in this order: a well-formed body (e: the
- * decoder's status), a read-only credential refused when the request changes something (change:
- * what it changes; NULL when nothing), the handle open on this connection. 1 when the request
- * was answered here. */
-static int admit(srv_job *j, int e, const char *change, uint64_t h) {
-  if (e) return srv_bad_body(j, e), 1;
-  if (change && refused_ro(j, change)) return 1;
-  return srv_take_handle(j, h) ? 1 : 0;
 }
 
 /* ---- the handlers -------------------------------------------------------------------------------- */
@@ -148,7 +91,7 @@ static void do_open(srv_job *j) {
     return refuse_path(j, "open", o.path, o.pathlen, EINVAL, "truncation through a read-only open");
   }
   int changes = (o.flags & RIO_O_ACCMODE) != RIO_O_RDONLY || (o.flags & (RIO_O_CREAT | RIO_O_APPEND));
-  if (changes && refused_ro(j, "open for writing")) return;
+  if (changes && srv_refused_ro(j, "open for writing")) return;
   if (srv_handle_room(j)) return;
   static const int acc[] = {O_RDONLY, O_WRONLY, O_RDWR};
   int fl = acc[o.flags & RIO_O_ACCMODE];
@@ -182,7 +125,7 @@ static void do_open(srv_job *j) {
 static void do_close(srv_job *j) {
   uint64_t h;
   int e = rio_decode_handle(j->body, j->n, &h);
-  if (admit(j, e, NULL, h)) return;
+  if (srv_admit(j, e, NULL, h)) return;
   pthread_mutex_lock(&j->c->mu);
   j->hd->closing = 1;
   j->hd->close_id = j->h.id;
@@ -196,7 +139,7 @@ static void do_delete(srv_job *j) {
   uint32_t pl;
   int e = rio_decode_path(j->body, j->n, &path, &pl);
   if (e) return (void)srv_bad_body(j, e);
-  if (refused_ro(j, "delete")) return;
+  if (srv_refused_ro(j, "delete")) return;
   int r = srv_resolve_unlink(conn_root(j->c), path, pl, &why);
   if (r < 0) return refuse_path(j, "delete", path, pl, -r, why);
   srv_reply(j->c, j->h.type, j->h.id, RIO_OK, NULL, 0);
@@ -205,7 +148,7 @@ static void do_delete(srv_job *j) {
 static void do_stat(srv_job *j) {
   uint64_t h;
   int e = rio_decode_handle(j->body, j->n, &h);
-  if (admit(j, e, NULL, h)) return;
+  if (srv_admit(j, e, NULL, h)) return;
   struct stat st;
   if (fstat(j->hd->fd, &st)) return reply_u64(j, rio_status_from_errno(errno), 0);
   reply_u64(j, RIO_OK, (uint64_t)st.st_size);
@@ -214,7 +157,7 @@ static void do_stat(srv_job *j) {
 static void do_set_size(srv_job *j) {
   uint64_t h, size;
   int e = rio_decode_handle2(j->body, j->n, &h, &size);
-  if (admit(j, e, "set_size", h)) return;
+  if (srv_admit(j, e, "set_size", h)) return;
   int st = j->hd->acc == RIO_O_RDONLY ? RIO_EBADF : ftruncate(j->hd->fd, (off_t)size) ? rio_status_from_errno(errno) : RIO_OK;
   srv_reply(j->c, j->h.type, j->h.id, st, NULL, 0);
 }
@@ -222,7 +165,7 @@ static void do_set_size(srv_job *j) {
 static void do_preallocate(srv_job *j) {
   uint64_t h, off, len;
   int e = rio_decode_handle3(j->body, j->n, &h, &off, &len);
-  if (admit(j, e, "preallocate", h)) return;
+  if (srv_admit(j, e, "preallocate", h)) return;
   int st = RIO_OK;
   if (j->hd->acc == RIO_O_RDONLY) st = RIO_EBADF;
   else if (len > 0) {
@@ -238,7 +181,7 @@ static void do_preallocate(srv_job *j) {
 static void do_sync(srv_job *j) {
   uint64_t h;
   int e = rio_decode_handle(j->body, j->n, &h);
-  if (admit(j, e, NULL, h)) return;
+  if (srv_admit(j, e, NULL, h)) return;
   uint64_t t0 = srv_now_ns();
   int st = fsync(j->hd->fd) ? rio_status_from_errno(errno) : RIO_OK;
   srv_trace_span("storage", "fsync", NULL, t0, 0, 0, j->h.id);
@@ -248,7 +191,7 @@ static void do_sync(srv_job *j) {
 static void do_counter(srv_job *j) {
   rio_counter_req m;
   int e = rio_decode_counter(j->body, j->n, &m);
-  if (admit(j, e, m.op == RIO_CTR_GET ? NULL : "counter update", m.handle)) return;
+  if (srv_admit(j, e, m.op == RIO_CTR_GET ? NULL : "counter update", m.handle)) return;
   int64_t old = 0;
   int st = srv_counter_op(j->hd->file, m.key, m.op, m.value, &old);
   reply_u64(j, st, (uint64_t)old);
@@ -257,7 +200,7 @@ static void do_counter(srv_job *j) {
 static void do_lock(srv_job *j) {
   rio_lock_req m;
   int e = rio_decode_lock(j->body, j->n, &m);
-  if (admit(j, e, m.op == RIO_LOCK_WRITE ? "write lock" : NULL, m.handle)) return srv_job_done(j);
+  if (srv_admit(j, e, m.op == RIO_LOCK_WRITE ? "write lock" : NULL, m.handle)) return srv_job_done(j);
   if (srv_lock_try(j)) return;
   srv_lock_park(j); /* the job stays in flight until granted or cancelled */
 }
@@ -268,7 +211,7 @@ static void do_lock(srv_job *j) {
 static void do_checksum(srv_job *j) {
   rio_checksum_req m;
   int e = rio_decode_checksum(j->body, j->n, &m);
-  if (admit(j, e, NULL, m.handle)) return;
+  if (srv_admit(j, e, NULL, m.handle)) return;
   if (j->hd->acc == RIO_O_WRONLY) return (void)srv_reply(j->c, j->h.type, j->h.id, RIO_EBADF, NULL, 0);
   uint64_t want = m.len == 0 || m.len > srv->cfg.max_request ? srv->cfg.max_request : m.len, done = 0;
   uint8_t *buf = malloc(SRV_CHUNK);

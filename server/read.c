@@ -300,7 +300,7 @@ static int do_read_ex(srv_job *j, int nowait) {
    * sendfile READ) goes to the sender, which reads when the client takes the data. */
   int here = done <= SRV_CHUNK && !srv->cfg.emu.disk_bw && !sendfile_fits(j, &io, done) &&
              (nowait || READ_HEAD + done <= srv_out_free(j->c));
-  if (!here) return nowait ? 1 : (srv_send_job(j->c, j), 2);
+  if (!here) return nowait ? 1 : (srv_send_job(j->c, j, srv_read_send, srv_job_done), 2);
   uint8_t head[READ_HEAD];
   read_head(head, j->h.id, done);
   seg_cur cur = {0, 0, done, io.nseg > 1 ? malloc(SIEVE_SPAN) : NULL}; /* none: piece by piece */

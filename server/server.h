@@ -176,7 +176,7 @@ typedef struct srv_state {
 
 extern srv_state *srv;
 
-uint64_t srv_now_ns(void);
+uint64_t srv_now_ns(void); /* log.c: the monotonic clock, ns */
 
 /* A connection that ends before authentication is logged at warn, unless the accept loop
  * closed it to make room (a flood would flood the log too): debug. */
@@ -193,17 +193,27 @@ static inline void srv_unauth_done(srv_conn *c) {
 }
 
 /* conn.c: serve one connection until it ends (authentication, frames, dispatch), then free it. */
-srv_conn *srv_conn_new(int fd, const srv_io *io, const char *peer);
 void srv_conn_serve(srv_conn *c);
+/* out.c: the connection record; its byte stream, buffers, output queue, sender and replies. */
+srv_conn *srv_conn_new(int fd, const srv_io *io, const char *peer);
 void srv_conn_free(srv_conn *c);
 void srv_conn_release(srv_conn *c, uint64_t body_bytes); /* a request in flight ended */
+void srv_tune_socket(srv_conn *c);   /* the accepted socket's timeouts and keepalive */
+void srv_buffers_start(srv_conn *c); /* the reader's input and reply buffers (after login) */
+int srv_out_flush(srv_conn *c);      /* the reader's reply buffer, sent */
+void srv_sender_start(srv_conn *c);  /* the output queue's sender thread */
+void srv_sender_stop(srv_conn *c);
+void srv_out_drain(srv_conn *c);     /* at the end: the queue sent or dropped */
+/* A protocol error: say why (best effort), log it; the caller ends the connection. */
+void srv_proto_error(srv_conn *c, uint64_t id, int status, const char *what);
+const char *srv_type_name(unsigned t); /* a request type's name (logs, trace spans) */
 /* The output path. Nothing here waits for the client: bytes go out at once when the socket
  * takes them, otherwise into the connection's output queue, which its sender thread drains.
- * srv_send2 queues the bytes of a and b (b may be NULL) as one piece. srv_send_job hands a READ
- * job to the sender, which reads and sends it (srv_read_send) and then ends the job. 0, or -1
- * when the connection is dead. */
+ * srv_send2 queues the bytes of a and b (b may be NULL) as one piece. srv_send_job hands a job
+ * to the sender, which runs send(j) (a READ: srv_read_send reads and sends it) and then done(j)
+ * (ends the job): the output path knows no request. 0, or -1 when the connection is dead. */
 int srv_send2(srv_conn *c, const void *a, size_t an, const void *b, size_t bn);
-void srv_send_job(srv_conn *c, struct srv_job *j);
+void srv_send_job(srv_conn *c, struct srv_job *j, int (*send)(struct srv_job *), void (*done)(struct srv_job *));
 uint64_t srv_out_free(const srv_conn *c); /* room left in the output queue's budget */
 /* The sender's pace: each MiB of a reply must leave within --send-timeout. SO_SNDTIMEO alone
  * restarts with every partial send, so a client that takes a few KiB per timeout held on for
@@ -242,7 +252,7 @@ typedef struct srv_job {
   struct srv_job *next;
 } srv_job;
 void srv_handle_job(srv_job *j); /* ops.c: every request but WRITE, dispatched by type */
-/* ops.c, for the handlers of every file: take the job's handle (the wire value) with a
+/* admit.c, for the handlers of every file: take the job's handle (the wire value) with a
  * reference, 0, or replied RIO_EBADF and -1. */
 int srv_take_handle(srv_job *j, uint64_t value);
 /* A body that does not decode: RIO_EPROTO (fields that do not add up to its length) answers
@@ -253,6 +263,12 @@ static inline int srv_conn_ro(const srv_conn *c) { return c->cred && c->cred->ro
 /* The refusal of op to a read-only credential: logged, its message in msg (sent as an ERROR
  * reply, PROTOCOL.md "Refusals with a reason"). */
 void srv_ro_refusal(srv_conn *c, const char *op, char *msg, size_t n);
+/* A read-only credential asking for op (a change): refused with the reason; 1 if refused. */
+int srv_refused_ro(srv_job *j, const char *op);
+/* What every request on an open handle passes first, in order: a body that decodes (e: the
+ * decoder's status), a read-only credential refused when the request changes something
+ * (change: what; NULL: nothing), the handle open on this connection. 1 when answered here. */
+int srv_admit(srv_job *j, int e, const char *change, uint64_t h);
 
 /* read.c: READ from a worker: 0 when answered, 1 when the job went to the connection's sender
  * (which ends it). */

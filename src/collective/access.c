@@ -167,6 +167,7 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
   c->why = coll_decide(rw == PARIO_WRITE, hint, s->atomic, shared, c->info, c->np, c->ranges);
   PARIO_TRACE_INSTANT(PARIO_TC_COLL, "decide", "why", coll_why_name(c->why), PARIO_TA("file", f->uid),
                       PARIO_TA("aggregate", coll_why_aggregates(c->why)), PARIO_TA("np", c->np));
+  __atomic_fetch_add(&f->coll_calls, 1ull, __ATOMIC_RELAXED);
   if (!coll_why_aggregates(c->why)) {
     int sieving = 0, senders = 0; /* some rank rewrites windows around others' data: every write locks */
     for (int r = 0; r < c->np; r++) sieving |= c->info[r].sieves != 0, senders += c->info[r].n > 0;
@@ -177,6 +178,7 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
                  .type = type, .count = count,
                  .contig = n > 0 && !xm ? pario_mcursor_contig(buf, tm, count) : NULL};
   if (rw == PARIO_READ) pario_io_count_request(f, want); /* the bytes read are counted by the driver calls */
+  __atomic_fetch_add(&f->coll_aggregated, 1ull, __ATOMIC_RELAXED); /* get_info: two-phase ran */
   int rc = two_phase(c, &x);
   if (rc == MPI_SUCCESS) *bytes = n;
   return rc;

@@ -62,6 +62,9 @@ typedef struct pario_file {
    * pario_bytes_requested): bytes read from the driver for any purpose, and bytes asked for
    * by read calls. Atomic adds: the engine's threads read too. */
   unsigned long long bytes_read_file, bytes_requested;
+  /* Collective data calls since open and those that aggregated (two-phase): get_info's
+   * pario_coll_calls and pario_coll_aggregated (tests prove which path ran). Atomic adds. */
+  unsigned long long coll_calls, coll_aggregated;
   void *layer_state[PARIO_SLOTS]; /* each upper layer's per-file state (core/layer.h) */
   pario_vdefer vdef;              /* set_view's deferred agreement (setview.c), under lock */
 } pario_file;
@@ -101,7 +104,8 @@ int pario_eh_create(MPI_File_errhandler_function *fn, MPI_Errhandler *eh);
 /* Frees the default handler's holder and the function table (at MPI_Finalize). */
 void pario_eh_finalize(void);
 
-/* The read-volume counters (bytes_read_file, bytes_requested) as info keys. */
+/* The read-volume counters (bytes_read_file, bytes_requested) and the collective calls
+ * (coll_calls, coll_aggregated) as info keys. */
 void pario_io_counters_info(pario_file *f, MPI_Info info);
 /* Count n bytes asked for by a read call whose data moves without pario_access_ex (an
  * aggregated collective read). */

@@ -37,11 +37,18 @@ void pario_io_count_request(pario_file *f, MPI_Offset n) {
 }
 
 void pario_io_counters_info(pario_file *f, MPI_Info info) {
-  char v[32];
-  snprintf(v, sizeof v, "%llu", __atomic_load_n(&f->bytes_read_file, __ATOMIC_RELAXED));
-  PMPI_Info_set(info, "pario_bytes_read_file", v);
-  snprintf(v, sizeof v, "%llu", __atomic_load_n(&f->bytes_requested, __ATOMIC_RELAXED));
-  PMPI_Info_set(info, "pario_bytes_requested", v);
+  const struct {
+    const char *key;
+    unsigned long long *n;
+  } c[] = {{"pario_bytes_read_file", &f->bytes_read_file},
+           {"pario_bytes_requested", &f->bytes_requested},
+           {"pario_coll_calls", &f->coll_calls},
+           {"pario_coll_aggregated", &f->coll_aggregated}};
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    char v[32];
+    snprintf(v, sizeof v, "%llu", __atomic_load_n(c[i].n, __ATOMIC_RELAXED));
+    PMPI_Info_set(info, c[i].key, v);
+  }
 }
 
 /* Every driver transfer of the data path passes here (list transfers in list_access), so

@@ -127,6 +127,11 @@ static void one_config(int cb_nodes, const char *cbsize, const char *cbmode, lon
       break;
     }
   if (holey && ask > 0) CHECK(back[1] == 0xee, "read_all wrote a memory hole");
+  /* which path ran: both calls aggregated (two-phase) with enable, neither with disable */
+  long long calls = pario_info_ll(fh, "pario_coll_calls"), aggr = pario_info_ll(fh, "pario_coll_aggregated");
+  long long want_aggr = !strcmp(cbmode, "enable") ? 2 : !strcmp(cbmode, "disable") ? 0 : aggr;
+  CHECK(calls == 2 && aggr == want_aggr, "cb_nodes=%d %s: %lld collective calls, %lld aggregated (want 2, %lld)",
+        cb_nodes, cbmode, calls, aggr, want_aggr);
   MPI_File_close(&fh);
   MPI_Info_free(&info);
   MPI_Type_free(&ft);

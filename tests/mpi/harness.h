@@ -119,6 +119,19 @@ static inline int pario_serves(void) {
   return yes;
 }
 
+/* An integer info key of fh's get_info (pario's counters: pario_bytes_read_file,
+ * pario_coll_aggregated, ...); a missing key fails a check and reads -1. */
+static inline long long pario_info_ll(MPI_File fh, const char *key) {
+  MPI_Info info;
+  char v[64];
+  int flag = 0;
+  MPI_File_get_info(fh, &info);
+  MPI_Info_get(info, key, (int)sizeof v - 1, v, &flag);
+  MPI_Info_free(&info);
+  CHECK(flag, "get_info has no %s", key);
+  return flag ? atoll(v) : -1;
+}
+
 /* Whether this run is meant to be pario's: the launcher preloaded it, or the program was linked
  * with -lpario (PARIO_TEST_LINKED=1). */
 static inline int pario_expected(void) {

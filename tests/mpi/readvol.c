@@ -23,22 +23,11 @@ static void prefill(void) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-static long long info_ll(MPI_File fh, const char *key) {
-  MPI_Info info;
-  char v[64];
-  int flag = 0;
-  MPI_File_get_info(fh, &info);
-  MPI_Info_get(info, key, (int)sizeof v - 1, v, &flag);
-  MPI_Info_free(&info);
-  CHECK(flag, "get_info has no %s", key);
-  return flag ? atoll(v) : -1;
-}
-
 typedef struct {
   long long file, req;
 } vol;
 
-static vol volume(MPI_File fh) { return (vol){info_ll(fh, "pario_bytes_read_file"), info_ll(fh, "pario_bytes_requested")}; }
+static vol volume(MPI_File fh) { return (vol){pario_info_ll(fh, "pario_bytes_read_file"), pario_info_ll(fh, "pario_bytes_requested")}; }
 
 static void set_gap(MPI_File fh, const char *gap) {
   MPI_Info info;
@@ -156,7 +145,7 @@ int main(int argc, char **argv) {
   int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, info, &fh);
   CHECK(rc == MPI_SUCCESS, "open: %s", err_text(rc));
   if (rc != MPI_SUCCESS) return finish("readvol");
-  CHECK(info_ll(fh, "pario_read_max_gap") == 4096, "pario_read_max_gap not reported as set");
+  CHECK(pario_info_ll(fh, "pario_read_max_gap") == 4096, "pario_read_max_gap not reported as set");
   sieving(fh);
   const long long data = (long long)ROWS * COLS * 8, row = COLS * 8;
   /* Automatic on one node: every rank sieves on its own. Holes of (np-1)/np of a row (at

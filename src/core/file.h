@@ -25,6 +25,7 @@ enum { PARIO_VDEF_HINTS = 1, /* its info changed a hint here (applied here only)
 enum { PARIO_VDEF_WORDS = 3 };
 typedef struct pario_vdefer {
   int on;
+  int never; /* a layer voted once (the shared pointer was used): no deferral on this file again */
   unsigned long long chk, base;
   long long errs, ebase, flags;
 } pario_vdefer;

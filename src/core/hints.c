@@ -85,6 +85,7 @@ static void apply(pario_hints *h, const char *k, const char *v) {
   else if (!strcmp(k, "pario_coll_view_cache")) { if (parse_size(v, &x) && x >= 1 && x <= PARIO_COLL_VIEW_CACHE_MAX) h->coll_view_cache = (int)x; }
   else if (!strcmp(k, "pario_coll_chunk")) { if (parse_size(v, &x) && x >= 4096 && x <= (1LL << 30)) h->coll_chunk = x; }
   else if (!strcmp(k, "pario_coll_window_max")) { if (parse_size(v, &x) && x >= 4096 && x <= (1LL << 30)) h->coll_window_max = x; }
+  else if (!strcmp(k, "pario_view_defer")) { int t; if (parse_tristate(v, &t) && t != PARIO_AUTO) h->view_defer = t == PARIO_ENABLE; }
   else if (!strcmp(k, "pario_coll_pipeline")) { int t; if (parse_tristate(v, &t) && t != PARIO_AUTO) h->coll_pipeline = t == PARIO_ENABLE; }
   else if (!strcmp(k, "pario_coll_direct")) { int t; if (parse_tristate(v, &t) && t != PARIO_AUTO) h->coll_direct = t == PARIO_ENABLE; }
   else if (!strcmp(k, "pario_wait")) {
@@ -159,6 +160,7 @@ void pario_hints_init(pario_hints *h, MPI_Info info) {
   h->io_threads = 1;
   snprintf(h->sharedfp, sizeof h->sharedfp, "auto");
   h->coll_view_cache = PARIO_COLL_VIEW_CACHE;
+  h->view_defer = 1;
   h->coll_chunk = PARIO_COLL_CHUNK;
   h->coll_window_max = PARIO_COLL_WINDOW_MAX;
   h->wait_nap_max_us = PARIO_WAIT_NAP_MAX_US;
@@ -205,6 +207,7 @@ int pario_hints_to_info(const pario_hints *h, int nodes, MPI_Info *info) {
   set_ll(*info, "pario_coll_view_cache", h->coll_view_cache);
   set_ll(*info, "pario_coll_chunk", h->coll_chunk);
   set_ll(*info, "pario_coll_window_max", h->coll_window_max);
+  PMPI_Info_set(*info, "pario_view_defer", h->view_defer ? "true" : "false");
   PMPI_Info_set(*info, "pario_coll_pipeline", h->coll_pipeline ? "true" : "false");
   PMPI_Info_set(*info, "pario_coll_direct", h->coll_direct ? "true" : "false");
   PMPI_Info_set(*info, "pario_wait", h->wait_mode == PARIO_WAIT_SPIN ? "spin" : h->wait_mode == PARIO_WAIT_NAP ? "nap" : "auto");
@@ -229,6 +232,7 @@ static void shared_pack(const pario_hints *h, long long *v) {
   v[8] = h->coll_view_cache;
   v[9] = h->coll_chunk;
   v[10] = h->coll_window_max;
+  v[11] = h->view_defer;
 }
 
 static void shared_unpack(pario_hints *h, const long long *v) {
@@ -244,6 +248,7 @@ static void shared_unpack(pario_hints *h, const long long *v) {
   h->coll_view_cache = (int)v[8];
   h->coll_chunk = v[9];
   h->coll_window_max = v[10];
+  h->view_defer = (int)v[11];
 }
 
 /* The one way ranks agree on hints: one broadcast from rank 0 carries its values of the hints

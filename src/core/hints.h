@@ -51,6 +51,8 @@ typedef struct pario_hints {
                                 writes in one piece (PARIO_COLL_CHUNK) */
   long long coll_window_max; /* pario_coll_window_max: largest collective window on local
                                 storage (PARIO_COLL_WINDOW_MAX) */
+  int view_defer;            /* pario_view_defer: set_view's agreement may travel with the
+                                next collective data call (1, default) or is its own (0) */
   int coll_pipeline;         /* pario_coll_pipeline: an aggregator keeps two windows in
                                 flight, round k's storage access in a thread while round
                                 k+1's data moves (1), or one round at a time (0, default) */
@@ -80,7 +82,7 @@ void pario_hints_update(pario_hints *h, MPI_Info info);
 /* The hints that must be the same on every rank (the collective-buffering ones, which make
  * the two-phase plan, and pario_sharedfp): packed into PARIO_HINTS_SHARED numbers so that
  * every rank can adopt rank 0's values. */
-enum { PARIO_HINTS_SHARED = 11 };
+enum { PARIO_HINTS_SHARED = 12 };
 /* Every rank of comm adopts rank 0's shared hints; extra (up to 4 values) travels with them
  * from rank 0 in the same broadcast. Collective. MPI_SUCCESS or an error class. */
 int pario_hints_agree(MPI_Comm comm, pario_hints *h, long long *extra, int nextra);

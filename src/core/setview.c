@@ -195,7 +195,13 @@ int pario_view_defer_settle(pario_file *f, const pario_snap *s, const char *op, 
   }
   if (flags & PARIO_VDEF_HINTS) rc = vdef_hints(f, op, comm);
   pthread_mutex_lock(&f->lock);
-  if (may_switch) f->vdef.on = !(flags & (PARIO_VDEF_VOTES | PARIO_VDEF_LAYER)) && !(f->amode & MPI_MODE_SEQUENTIAL);
+  /* Deferral turns on only here, at a blocking collective data call in which no rank's layer
+   * votes, and never again on a file whose shared pointer was used: a set_view after a use of
+   * the shared pointer must reset it with every rank there, and no rank can know alone that
+   * another used it. */
+  if (flags & (PARIO_VDEF_VOTES | PARIO_VDEF_LAYER)) f->vdef.never = 1;
+  if (may_switch)
+    f->vdef.on = !f->vdef.never && f->hints.view_defer && !(f->amode & MPI_MODE_SEQUENTIAL);
   f->vdef.flags &= ~s->vdef[2];
   if (failed >= 0 || differ || (flags & PARIO_VDEF_LAYER))
     f->vdef.base = (unsigned long long)s->vdef[0], f->vdef.ebase = s->vdef[1];
@@ -329,7 +335,7 @@ static int view_agree(pario_file *f, const char *op, int code, MPI_Offset esize,
   for (int i = 0; i < PARIO_SLOTS; i++) voted |= r[N + i];
   int earlier = r[6] != -r[7] || r[8] != -r[9] || r[10];
   pthread_mutex_lock(&f->lock);
-  f->vdef.on = !voted && !(f->amode & MPI_MODE_SEQUENTIAL);
+  if (voted || r[10]) f->vdef.never = 1, f->vdef.on = 0; /* an agreeing set_view turns it off, never on */
   f->vdef.flags &= ~s.vdef[2];
   if (earlier) f->vdef.base = (unsigned long long)s.vdef[0], f->vdef.ebase = s.vdef[1];
   pthread_mutex_unlock(&f->lock);

@@ -251,7 +251,7 @@ static int read_one_inline(srv_job *j, const rio_io_req *io) {
 /* The reply of a READ whose checks passed, by its connection's sender (srv_send_job): the data
  * by sendfile where it fits, else read and sent chunk by chunk. Only the sender waits here on
  * the client's socket, never a worker. -1 if the stream broke. */
-int srv_read_send(srv_job *j) {
+static int srv_read_send(srv_job *j) {
   rio_io_req io;
   size_t hb;
   srv_conn *c = j->c;

@@ -210,7 +210,7 @@ const char *srv_type_name(unsigned t); /* a request type's name (logs, trace spa
 /* The output path. Nothing here waits for the client: bytes go out at once when the socket
  * takes them, otherwise into the connection's output queue, which its sender thread drains.
  * srv_send2 queues the bytes of a and b (b may be NULL) as one piece. srv_send_job hands a job
- * to the sender, which runs send(j) (a READ: srv_read_send reads and sends it) and then done(j)
+ * to the sender, which runs send(j) (a READ: read.c's send half reads and sends it) and then done(j)
  * (ends the job): the output path knows no request. 0, or -1 when the connection is dead. */
 int srv_send2(srv_conn *c, const void *a, size_t an, const void *b, size_t bn);
 void srv_send_job(srv_conn *c, struct srv_job *j, int (*send)(struct srv_job *), void (*done)(struct srv_job *));
@@ -273,8 +273,6 @@ int srv_admit(srv_job *j, int e, const char *change, uint64_t h);
 /* read.c: READ from a worker: 0 when answered, 1 when the job went to the connection's sender
  * (which ends it). */
 int srv_read(srv_job *j);
-/* The sender's half of a READ handed over by srv_send_job: header and data. -1 if the stream broke. */
-int srv_read_send(srv_job *j);
 /* A small READ whose data is in the page cache, answered by the reader: 1 when done. */
 int srv_read_inline(srv_job *j);
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import heapq
 import os
-from array import array
 from typing import Dict, List
 
 from .tracefile import (Proc, Trace, TraceError, _bytes_of, by_thread, jobs_default, load, nest,  # noqa: F401
@@ -60,53 +59,53 @@ OTF2_ATTRIBUTES = (
 
 
 class _Peers:
-    """request id -> the server that served it, and -> the rank that sent it (the first
-    process in the trace's order to name an id), from one more pass over the spans: as sorted
-    arrays, 16 bytes a request, with numpy (the venv has it); else dicts."""
+    """request id -> the server that served it, and -> the rank that sent it (the last
+    process in the trace's order to name an id, as the dicts this replaced), from one more
+    pass over the spans, kept in a temporary SQLite database: memory bounded by its page cache
+    whatever the number of requests. Use as a context manager."""
 
     def __init__(self, trace: Trace) -> None:
-        try:
-            import numpy as np
-        except ImportError:  # Debian's python3 of the ctest checks: small traces
-            np = None
-        self.np, self.names = np, [p.name for p in trace.procs]
-        self.server = self._table(trace, trace.servers)
-        self.client = self._table(trace, trace.clients, self.server)
+        import sqlite3
+        import tempfile
+        self.names = [p.name for p in trace.procs]
+        self.dir = tempfile.mkdtemp(prefix="pario-otf2-")
+        self.db = sqlite3.connect(os.path.join(self.dir, "peers.db"))
+        self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-4096;"
+                              "CREATE TABLE p (side INTEGER, id INTEGER, who INTEGER, PRIMARY KEY (side, id))"
+                              " WITHOUT ROWID;")
+        for side, procs in ((0, trace.servers), (1, trace.clients)):
+            for p in procs:
+                self.db.executemany("INSERT OR REPLACE INTO p VALUES (?, ?, ?)", self._flows(side, trace.procs.index(p), p))
+        self.db.commit()
+        self.last = (None, None, None)
 
-    def _table(self, trace: Trace, procs, among=None):
-        ids, who = array("Q"), array("q")
-        for p in procs:
-            k = trace.procs.index(p)
-            for typ, e in events(p):
-                f = e.get("flow") if typ == "span" else None
-                if isinstance(f, int) and f:
-                    ids.append(f & (2 ** 64 - 1))
-                    who.append(k)
-        np = self.np
-        if np is None:
-            out: Dict[int, int] = {}
-            for f, k in zip(ids, who):
-                if among is None or f in among:
-                    out.setdefault(f, k)
-            return out
-        a, w = np.frombuffer(ids, dtype=np.uint64), np.frombuffer(who, dtype=np.int64)
-        if among is not None:
-            keep = np.isin(a, among[0])
-            a, w = a[keep], w[keep]
-        order = np.lexsort((np.arange(len(a)), a))
-        a, w = a[order], w[order]
-        first = np.ones(len(a), dtype=bool)
-        first[1:] = a[1:] != a[:-1]
-        return a[first].copy(), w[first].copy()
+    @staticmethod
+    def _flows(side: int, k: int, p: Proc):
+        for typ, e in events(p):
+            f = e.get("flow") if typ == "span" else None
+            if isinstance(f, int) and f:
+                yield side, _signed(f), k
+
+    def __enter__(self) -> "_Peers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import shutil
+        self.db.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def get(self, which: int, flow: int):
-        table, f = self.server if which == 0 else self.client, flow & (2 ** 64 - 1)
-        if self.np is None:
-            k = table.get(f)
-            return None if k is None else self.names[k]
-        ids, who = table
-        i = int(self.np.searchsorted(ids, f))
-        return self.names[who[i]] if i < len(ids) and int(ids[i]) == f else None
+        """The server (which 0) or the rank (1) of a request, or None."""
+        if self.last[:2] != (which, flow):  # a request's spans come together: one query for them
+            row = self.db.execute("SELECT who FROM p WHERE side = ? AND id = ?", (which, _signed(flow))).fetchone()
+            self.last = (which, flow, None if row is None else self.names[row[0]])
+        return self.last[2]
+
+
+def _signed(f: int) -> int:
+    """A request id as SQLite's signed 64-bit integer."""
+    f &= 2 ** 64 - 1
+    return f - 2 ** 64 if f >= 2 ** 63 else f
 
 
 def _otf2_values(e: dict, p: Proc, peers) -> Dict[str, object]:
@@ -163,9 +162,8 @@ def merge_otf2(trace: Trace, out_dir: str) -> int:
     if os.path.exists(os.path.join(out_dir, "traces.otf2")):
         raise TraceError(f"{out_dir}: an OTF2 archive is already there (remove it first)")
     lo, _ = trace.bounds()
-    peers = _Peers(trace)
     n = 0
-    with otf2.writer.open(out_dir, timer_resolution=1_000_000_000) as w:
+    with _Peers(trace) as peers, otf2.writer.open(out_dir, timer_resolution=1_000_000_000) as w:
         root = w.definitions.system_tree_node("pario job")
         regions, metrics = {}, {}
         attrs = {name: w.definitions.attribute(name, desc, getattr(otf2.Type, typ))

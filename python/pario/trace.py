@@ -9,6 +9,7 @@ process's CLOCK_MONOTONIC in ns; adding the process's clock offset maps them to 
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import os
 from typing import Dict, List
@@ -73,11 +74,16 @@ class _Peers:
         self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-4096;"
                               "CREATE TABLE p (side INTEGER, id INTEGER, who INTEGER, PRIMARY KEY (side, id))"
                               " WITHOUT ROWID;")
-        for side, procs in ((0, trace.servers), (1, trace.clients)):
-            for p in procs:
-                self.db.executemany("INSERT OR REPLACE INTO p VALUES (?, ?, ?)", self._flows(side, trace.procs.index(p), p))
-        self.db.commit()
         self.last = (None, None, None)
+        try:
+            for side, procs in ((0, trace.servers), (1, trace.clients)):
+                for p in procs:
+                    self.db.executemany("INSERT OR REPLACE INTO p VALUES (?, ?, ?)",
+                                        self._flows(side, trace.procs.index(p), p))
+            self.db.commit()
+        except BaseException:  # Ctrl-C, SIGTERM, a full disk: the database goes too
+            self.__exit__()
+            raise
 
     @staticmethod
     def _flows(side: int, k: int, p: Proc):
@@ -162,6 +168,22 @@ def merge_otf2(trace: Trace, out_dir: str) -> int:
     if os.path.exists(os.path.join(out_dir, "traces.otf2")):
         raise TraceError(f"{out_dir}: an OTF2 archive is already there (remove it first)")
     lo, _ = trace.bounds()
+    created = not os.path.exists(out_dir)
+    try:
+        return _write_otf2(otf2, trace, out_dir, lo)
+    except BaseException:  # Ctrl-C, SIGTERM, an error: no half-written archive is left
+        import shutil
+        if created:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        else:
+            shutil.rmtree(os.path.join(out_dir, "traces"), ignore_errors=True)
+            for f in ("traces.otf2", "traces.def"):
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(out_dir, f))
+        raise
+
+
+def _write_otf2(otf2, trace: Trace, out_dir: str, lo: int) -> int:
     n = 0
     with _Peers(trace) as peers, otf2.writer.open(out_dir, timer_resolution=1_000_000_000) as w:
         root = w.definitions.system_tree_node("pario job")

@@ -6,6 +6,12 @@ The timeline's data is columnar (one array per field, names and files interned),
 page holds 10^6 spans in tens of MB. Rows: a row per client thread, then a row per server
 thread (as PIOviz's Figure 2); a client's remote request spans, recorded on the rio receiver
 thread, are on a row named "remote requests" in their rank's group.
+
+The page is made in one more read of every file after tracestream's first pass (`build`):
+each event goes to the tables (tracetables.Tables), the rank or server accumulator
+(tracestats) and an on-disk sort of its process's spans (tracesort), from which the timeline
+takes each thread in start order at the level of detail of `Timeline`: memory bounded by
+BUDGET bars, whatever the trace's length.
 """
 
 from __future__ import annotations

@@ -239,3 +239,31 @@ def test_report_and_otf2_memory_flat(tmp_path, what):
         written.append(sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(out) for f in fs
                            if f.endswith(".evt")) if what == "otf2" else 0)
     assert rss[1] - rss[0] < 2048 + (written[1] - written[0]) // 1024, (rss, written)
+
+
+def test_otf2_interrupted_leaves_nothing(tmp_path, monkeypatch):
+    """Ctrl-C in the middle of the OTF2 export: no half-written archive, no temporary files
+    (the on-disk sort's runs, the request peers' database)."""
+    pytest.importorskip("otf2")
+    import tempfile
+    from pario import tracesort
+    d = str(tmp_path / "t")
+    write_big(d, 20_000)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setattr(tracesort.ThreadSort, "CHUNK", 512)
+    calls = [0]
+    real = tr._otf2_values
+
+    def stop(*a):
+        calls[0] += 1
+        if calls[0] == 5000:
+            raise KeyboardInterrupt
+        return real(*a)
+    monkeypatch.setattr(tr, "_otf2_values", stop)
+    out = str(tmp_path / "otf2")
+    with pytest.raises(KeyboardInterrupt):
+        tr.merge_otf2(tr.scan(d), out)
+    assert not os.path.exists(out) and os.listdir(tmp) == []
+    assert calls[0] == 5000

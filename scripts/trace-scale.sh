@@ -11,7 +11,7 @@
 #   PARIO_PYTHONPATH=/tmp/old/python scripts/trace-scale.sh 1e6   # another version's python/ (before/after)
 #
 # Environment: PY (default build/venv/bin/python, `make venv`), RUNS (3), RANKS (4), COMMANDS
-# (default "merge stats"; also report, otf2: these two hold the trace in memory), JOBS (merge's
+# (default "merge stats"; also report, otf2: all four stream, in bounded memory), JOBS (merge's
 # --jobs; default its own: the CPUs), WORK (a scratch directory, default /tmp/pario-trace-scale;
 # the traces stay there for reuse).
 set -euo pipefail

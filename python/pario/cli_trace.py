@@ -94,13 +94,13 @@ def cmd_trace(args) -> int:
     if args.trace_command == "experiment":
         return cmd_experiment(args)
     try:
-        # merge -o and stats stream (two passes over the files, memory independent of their
-        # length: python/pario/tracestream.py); OTF2 and the report read the trace into memory
-        # (the first pass, and merge -o's second, by one worker process per CPU: --jobs)
+        # every command streams (two passes over the files, memory independent of their
+        # length: python/pario/tracestream.py, tracesort.py; the first pass, and merge -o's
+        # second, by one worker process per CPU: --jobs)
         jobs = tr.jobs_default() if getattr(args, "jobs", None) is None else args.jobs
         if jobs < 1:
             raise UsageError(f"--jobs {jobs}: must be at least 1")
-        t = tr.scan(args.dir, jobs) if args.trace_command in ("merge", "stats") else tr.load(args.dir)
+        t = tr.scan(args.dir, jobs)
         for w in t.warnings:
             print(f"pario: warning: {w}", file=sys.stderr)
         if args.trace_command == "merge":
@@ -110,7 +110,7 @@ def cmd_trace(args) -> int:
                 n = tr.merge_json(t, args.output, jobs)
                 print(f"{args.output}: {n} events from {len(t.procs)} process(es)")
             if args.otf2:
-                n = tr.merge_otf2(tr.load(args.dir), args.otf2)
+                n = tr.merge_otf2(t, args.otf2)
                 print(f"{os.path.join(args.otf2, 'traces.otf2')}: {n} events from {len(t.procs)} process(es)")
         elif args.trace_command == "stats":
             w = _window(tr, t, args)

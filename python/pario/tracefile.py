@@ -20,7 +20,7 @@ try:
 except ImportError:  # a Python without the venv (ctest's check scripts use Debian's python3)
     from json import loads
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from .schema import parts, problem
 
@@ -361,16 +361,21 @@ def nest(spans: List[dict]) -> List[Tuple[dict, int, int, int]]:
     """(span, depth, start, end) in enter order, each span clamped into its parent so that
     the result is properly nested (a span that outlives its parent, which only happens
     through clock granularity, is cut at the parent's end)."""
-    out, stack = [], []  # stack of end times
+    return list(nest_iter(spans))
+
+
+def nest_iter(spans: Iterable[dict]) -> Iterator[Tuple[dict, int, int, int]]:
+    """nest, one span at a time, of spans in start order (parents first): the memory of the
+    deepest nesting only."""
+    stack: List[int] = []  # end times
     for e in spans:
         a, b = e["t"], e["t"] + e["d"]
         while stack and stack[-1] <= a:
             stack.pop()
         if stack and b > stack[-1]:
             b = stack[-1]
-        out.append((e, len(stack), a, b))
+        yield e, len(stack), a, b
         stack.append(b)
-    return out
 
 
 def outermost(spans: List[dict], pred) -> List[Tuple[int, int]]:

@@ -13,6 +13,7 @@ from PIL import Image
 from cdp import Page
 from pario import cli, tracereport, tracetables
 from pario.tracefile import TraceError, load
+from pario.tracestream import scan
 from pario.tracestats import rank_stats
 from synthtrace import span as _span
 from test_trace import SERVER, _header, tdir  # noqa: F401  (tdir: the fixture)
@@ -201,3 +202,77 @@ def test_collectives_look_near_the_call_only(tmp_path):
     direct.sort(key=lambda r: r[0])
     rows = tracetables.collectives(t)[1]
     assert len(rows) > 10 and rows == [r for _, r in direct]
+
+
+def test_collectives_top_k_and_left_out(tdir, monkeypatch):
+    """Past COLLECTIVES calls, the longest are listed in time order and the others summed:
+    here rank 0's 0.0100 ms call stays, rank 1's 0.0095 ms is left out with its parts."""
+    monkeypatch.setattr(tracetables, "COLLECTIVES", 1)
+    tabs = tracetables.tables(load(tdir))
+    assert tabs.result()["collectives"][1] == [
+        ["MPI_File_write_all", "rank 0", "0.000000", "0.0100", "0.0010", "0.0030", "0.0024", "0.0036"]]
+    assert tabs.left_out() == ["1", "0.0095", "0.0040", "0.0000", "0.0020", "0.0035"]
+    html = tracereport.report_html(scan(tdir), "t")
+    assert "1 shorter ones are not listed: together 0.0095 ms, of it exchange 0.0040 ms" in html
+
+
+def test_streamed_report_same_as_loaded(tdir, tmp_path):
+    """The page from the notes only (tracestream.scan: the files read again one event at a
+    time, each thread sorted on disk) is the page from the trace in memory; with runs of 2
+    events the external sort merges many of them."""
+    from pario import tracesort
+    d = str(tmp_path / "big")
+    _big_trace(d, ranks=2, calls=30, per_call=5)
+    for path in (tdir, d):
+        whole = tracereport.report_html(load(path), "t")
+        old = tracesort.ThreadSort.CHUNK
+        tracesort.ThreadSort.CHUNK = 2
+        try:
+            assert tracereport.report_html(scan(path), "t") == whole
+        finally:
+            tracesort.ThreadSort.CHUNK = old
+
+
+def test_thread_sort_spills_and_merges_stably():
+    from pario.tracesort import ThreadSort
+    evs = [{"t": (i * 7919) % 101, "d": i % 3, "i": i} for i in range(500)]
+    with ThreadSort() as srt:
+        srt.CHUNK = 64
+        for e in evs:
+            srt.add(e["i"] % 2, e)
+        assert srt.tmp and os.listdir(srt.tmp)
+        for tid in (0, 1):
+            want = sorted((e for e in evs if e["i"] % 2 == tid), key=lambda e: (e["t"], -e["d"]))
+            assert list(srt.sorted(tid)) == want
+        tmp = srt.tmp
+    assert not os.path.exists(tmp)
+
+
+def test_report_merges_bars_past_the_budget(tmp_path, monkeypatch):
+    """A trace of more spans than BUDGET: spans too small to see at full zoom-out are merged
+    into bars that count them (column n), within about the budget; the page says so, and its
+    level-of-detail count is of spans, not bars; the tables are unchanged."""
+    d = str(tmp_path / "big")
+    _big_trace(d, ranks=2, calls=200, per_call=124)  # 50,000 spans
+    small = tracereport.report_html(load(d), "t")
+    monkeypatch.setattr(tracereport, "BUDGET", 5000)
+    tl = tracereport.Timeline(load(d))
+    data = tracereport.timeline_data(load(d))
+    s = data["spans"]
+    assert data["quantum"] > 0 and sum(s["n"]) == 50_000 and len(s["t"]) <= 5000
+    assert 200 * 2 <= len(s["t"])  # every MPI_File_write call stays a bar of its own
+    assert sum(b for b, n in zip(s["bytes"], s["n"]) if n > 1) == 2 * 200 * 124 * 64
+    out = str(tmp_path / "big.html")
+    assert cli.main(["trace", "report", d, "-o", out]) == 0
+    with open(out, encoding="utf-8") as fh:
+        html = fh.read()
+    assert f"50000 spans (shown as {len(s['t'])} bars: spans shorter than {tl.q / 1e3:.3f} us" in html
+    cut = (lambda h: h[h.index('<section id="sec-calls"'):h.index("<h2>Servers</h2>")])
+    assert cut(html) == cut(small)
+    page = Page("file://" + out)
+    try:
+        assert page.js("pario.spans") == len(s["t"])
+        assert page.js("pario.merged()") > 45_000
+        assert page.errors == []
+    finally:
+        page.close()

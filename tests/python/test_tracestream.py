@@ -199,3 +199,71 @@ def test_merge_memory_flat(tmp_path):
                            text=True, check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
         rss.append(int(r.stdout.split()[-1]))
     assert rss[1] - rss[0] < 1536, rss
+
+
+_RSS_REPORT_OTF2 = """
+import os, resource, sys
+from pario import trace as tr, tracereport, tracesort, tracetables
+tracesort.ThreadSort.CHUNK, tracereport.BUDGET, tracetables.COLLECTIVES = 2048, 2000, 50  # small, to reach them
+t = tr.scan(sys.argv[1])
+if sys.argv[3] == "report":
+    tracereport.write_report(t, sys.argv[1], sys.argv[2])
+else:
+    tr.merge_otf2(t, sys.argv[2])
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+@pytest.mark.parametrize("what", ["report", "otf2"])
+def test_report_and_otf2_memory_flat(tmp_path, what):
+    """Peak memory of `trace report` and of the OTF2 export does not grow with the trace
+    (their bounds set small): 3x10^4 and 1.2x10^5 events within 2 MB of each other, beyond,
+    for OTF2, what the OTF2 writer itself holds: python3-otf2 keeps the events it has written
+    in memory until the archive closes (about the size of its .evt files; a loop of bare
+    enter/leave events, without pario, grows as much), so that growth is allowed for. (Before
+    they streamed, 10^6 events took 1.29 and 1.08 GB: about 1 KB an event, 90 MB here.)"""
+    import subprocess
+    import sys
+    if what == "otf2":
+        pytest.importorskip("otf2")
+    rss, written = [], []
+    for n in (30_000, 120_000):
+        d = str(tmp_path / f"t{n}")
+        write_big(d, n)
+        out = str(tmp_path / f"out{n}" / ("r.html" if what == "report" else "otf2"))
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        r = subprocess.run([sys.executable, "-c", _RSS_REPORT_OTF2, d, out, what], capture_output=True,
+                           text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        assert r.returncode == 0, r.stderr
+        rss.append(int(r.stdout.split()[-1]))
+        written.append(sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(out) for f in fs
+                           if f.endswith(".evt")) if what == "otf2" else 0)
+    assert rss[1] - rss[0] < 2048 + (written[1] - written[0]) // 1024, (rss, written)
+
+
+def test_otf2_interrupted_leaves_nothing(tmp_path, monkeypatch):
+    """Ctrl-C in the middle of the OTF2 export: no half-written archive, no temporary files
+    (the on-disk sort's runs, the request peers' database)."""
+    pytest.importorskip("otf2")
+    import tempfile
+    from pario import tracesort
+    d = str(tmp_path / "t")
+    write_big(d, 20_000)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setattr(tracesort.ThreadSort, "CHUNK", 512)
+    calls = [0]
+    real = tr._otf2_values
+
+    def stop(*a):
+        calls[0] += 1
+        if calls[0] == 5000:
+            raise KeyboardInterrupt
+        return real(*a)
+    monkeypatch.setattr(tr, "_otf2_values", stop)
+    out = str(tmp_path / "otf2")
+    with pytest.raises(KeyboardInterrupt):
+        tr.merge_otf2(tr.scan(d), out)
+    assert not os.path.exists(out) and os.listdir(tmp) == []
+    assert calls[0] == 5000

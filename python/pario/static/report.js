@@ -112,10 +112,11 @@
           const px = Math.floor(xa);
           if (px !== colPx) { flush(); colPx = px; colColor = color(i); }
           else if (match && match[i]) colColor = color(i);
-          colN++;
+          colN += S.n ? S.n[i] : 1;  // a bar of spans merged when the page was made counts them
           continue;
         }
         flush(); colPx = -1;
+        if (S.n && S.n[i] > 1) merged += S.n[i];  // merged when the page was made: no zoom separates them
         ctx.fillStyle = color(i); ctx.fillRect(xa, yy, xb - xa >= 3 ? xb - xa - 1 : xb - xa, LANE - 1);  // a gap between neighbours
         if (xb - xa > 50) {
           ctx.fillStyle = "#000"; ctx.font = "9px sans-serif";
@@ -134,7 +135,8 @@
     ctx.restore();
     lastMerged = merged;
     document.getElementById("lod").textContent = merged
-      ? merged + " spans merged at this zoom (narrower than a pixel: one bar per pixel column; zoom in to separate them)" : "";
+      ? merged + " spans merged at this zoom (narrower than a pixel: one bar per pixel column; zoom in to separate them" +
+        (S.n ? ", except those the page merged when it was made" : "") + ")" : "";
     document.getElementById("range").textContent = "showing " + fmt(Math.max(0, t0)) + " .. " + fmt(t1);
   }
 
@@ -158,7 +160,7 @@
   function cell(tr, text, tag) { const c = document.createElement(tag || "td"); c.textContent = text; tr.appendChild(c); }
   function spanRow(tbody, i) {
     const tr = document.createElement("tr"), r = D.rows[S.row[i]];
-    [D.names[S.name[i]], r.proc + " / " + r.thread, fmt(S.t[i]), fmt(S.d[i]), String(S.bytes[i]),
+    [D.names[S.name[i]] + (S.n && S.n[i] > 1 ? " and " + (S.n[i] - 1) + " more (merged)" : ""), r.proc + " / " + r.thread, fmt(S.t[i]), fmt(S.d[i]), String(S.bytes[i]),
      S.offset[i] >= 0 ? String(S.offset[i]) : "", D.files[S.file[i]], S.flow[i] ? D.flows[S.flow[i]] : ""]
       .forEach(v => cell(tr, v));
     tbody.appendChild(tr);

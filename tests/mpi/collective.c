@@ -196,7 +196,9 @@ static void hints(void) {
   MPI_Info_set(info, "pario_wait", "spin");
   MPI_Info_set(info, "pario_wait_nap_max", "50");
   MPI_Info_set(info, "pario_wait_yield", "0");
+  MPI_Info_set(info, "pario_view_defer", "false");
   MPI_File_set_info(fh, info);
+  check_info(fh, "pario_view_defer", "false");
   check_info(fh, "pario_coll_view_cache", "16");
   check_info(fh, "pario_coll_chunk", "65536");
   check_info(fh, "pario_coll_window_max", "1048576");

@@ -206,9 +206,9 @@ def _parallel(trace: Trace, events_of, fh, tmp: str, jobs: int) -> int:
     _JOB = (trace, events_of, lo, hi, tmp)
     try:
         # the largest files first, so that one big file does not come last
-        todo = sorted(range(len(trace.procs)), key=lambda i: -trace.procs[i].events)
-        with workers(min(jobs, len(todo))) as pool:
-            futs = {i: pool.submit(_part, i) for i in todo}
+        largest_first = sorted(range(len(trace.procs)), key=lambda i: -trace.procs[i].events)
+        with workers(min(jobs, len(largest_first))) as pool:
+            futs = {i: pool.submit(_part, i) for i in largest_first}
             counts = [futs[i].result() for i in range(len(trace.procs))]
     finally:
         _JOB = ()

@@ -18,14 +18,20 @@
  * collective data access (its allgather), a set_view that agrees, or close: chk sums a hash of
  * (number, etype size, datarep) of every set_view (of (number, failure) for one that failed
  * here), errs counts those that failed here; base and ebase are both at the last settle that
- * reported a difference. flags: what a deferred set_view left for the next settle. */
+ * reported a difference. flags: what a deferred set_view left for the next settle.
+ * slot: which of the shared pointer's PARIO_VDEF_SLOTS counters the shared-pointer operations
+ * of the current view use (sharedfp/select.c). Each deferred set_view moves every rank to the
+ * next slot, which no operation has touched yet: the new view's pointer starts at 0 there
+ * without any rank waiting for the others, and a rank still in the old view keeps counting in
+ * the old slot. Back to slot 0 at a settle where no rank has used the shared pointer yet (every
+ * counter still 0); never past the last: the set_view that would go there agrees instead. */
 enum { PARIO_VDEF_HINTS = 1, /* its info changed a hint here (applied here only) */
-       PARIO_VDEF_LAYER = 2, /* a layer voted (the shared pointer was used): not reset */
        PARIO_VDEF_VOTES = 4  /* (in a settle's words) a layer votes here now */ };
-enum { PARIO_VDEF_WORDS = 3 };
+enum { PARIO_VDEF_WORDS = 3, PARIO_VDEF_SLOTS = 8 };
 typedef struct pario_vdefer {
   int on;
   int never; /* a layer voted once (the shared pointer was used): no deferral on this file again */
+  int slot;  /* the shared pointer's counter in use, 0..PARIO_VDEF_SLOTS-1, equal on every rank */
   unsigned long long chk, base;
   long long errs, ebase, flags;
 } pario_vdefer;

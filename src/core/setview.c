@@ -153,12 +153,6 @@ static unsigned long long vdef_hash(unsigned long gen, long long esize, const ch
   return x ^ (x >> 31);
 }
 
-static int vdef_layer_err(pario_file *f, const char *op) {
-  return pario_err(MPI_ERR_OTHER, op, f->filename, 0,
-                   "the shared file pointer was used since the last collective call and an earlier set_view, "
-                   "whose agreement was deferred, did not reset it");
-}
-
 void pario_view_defer_words(pario_file *f, const pario_snap *s, long long w[PARIO_VDEF_WORDS]) {
   long long votes[PARIO_SLOTS];
   pario_layers_view_votes(f, votes);
@@ -196,15 +190,18 @@ int pario_view_defer_settle(pario_file *f, const pario_snap *s, const char *op, 
   if (flags & PARIO_VDEF_HINTS) rc = vdef_hints(f, op, comm);
   pthread_mutex_lock(&f->lock);
   /* Deferral turns on only here, at a blocking collective data call in which no rank's layer
-   * votes, and never again on a file whose shared pointer was used: a set_view after a use of
-   * the shared pointer must reset it with every rank there, and no rank can know alone that
-   * another used it. */
-  if (flags & (PARIO_VDEF_VOTES | PARIO_VDEF_LAYER)) f->vdef.never = 1;
-  if (may_switch)
+   * votes, and never again on a file whose shared pointer was used (its deferred set_views
+   * reset the pointer through the counter slots, of which there are few; mpi4py's tests move
+   * the pointer between set_views with no collective data access). Where no rank has used the
+   * shared pointer, every counter is still 0 and the slots start over; only at a blocking
+   * call, which every rank makes at the same point of its sequence of set_views. */
+  if (flags & PARIO_VDEF_VOTES) f->vdef.never = 1;
+  if (may_switch) {
     f->vdef.on = !f->vdef.never && f->hints.view_defer && !(f->amode & MPI_MODE_SEQUENTIAL);
+    if (!(flags & PARIO_VDEF_VOTES)) f->vdef.slot = 0;
+  }
   f->vdef.flags &= ~s->vdef[2];
-  if (failed >= 0 || differ || (flags & PARIO_VDEF_LAYER))
-    f->vdef.base = (unsigned long long)s->vdef[0], f->vdef.ebase = s->vdef[1];
+  if (failed >= 0 || differ) f->vdef.base = (unsigned long long)s->vdef[0], f->vdef.ebase = s->vdef[1];
   pthread_mutex_unlock(&f->lock);
   if (rc != MPI_SUCCESS) return rc;
   if (failed >= 0)
@@ -214,7 +211,7 @@ int pario_view_defer_settle(pario_file *f, const pario_snap *s, const char *op, 
     return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0,
                      "an earlier set_view's etype size or datarep differed between ranks (its agreement was "
                      "deferred to this call)");
-  return flags & PARIO_VDEF_LAYER ? vdef_layer_err(f, op) : MPI_SUCCESS;
+  return MPI_SUCCESS;
 }
 
 int pario_view_defer_close(pario_file *f, const char *op, int code) {
@@ -223,13 +220,13 @@ int pario_view_defer_close(pario_file *f, const char *op, int code) {
   pario_snap_take(f, &s);
   pario_view_defer_words(f, &s, w);
   pario_snap_drop(&s);
-  long long v[5] = {w[0], -w[0], w[1], -w[1], w[2] & PARIO_VDEF_LAYER}, r[5];
-  if (pario_allreduce_max(v, r, 5, MPI_LONG_LONG, f->comm) != MPI_SUCCESS || code != MPI_SUCCESS) return code;
+  long long v[4] = {w[0], -w[0], w[1], -w[1]}, r[4];
+  if (pario_allreduce_max(v, r, 4, MPI_LONG_LONG, f->comm) != MPI_SUCCESS || code != MPI_SUCCESS) return code;
   if (r[2] != -r[3]) return pario_err(MPI_ERR_ARG, op, f->filename, 0, "an earlier set_view failed on another rank (its agreement was deferred)");
   if (r[0] != -r[1])
     return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0,
                      "an earlier set_view's etype size or datarep differed between ranks (its agreement was deferred)");
-  return r[4] ? vdef_layer_err(f, op) : MPI_SUCCESS;
+  return MPI_SUCCESS;
 }
 
 /* What check_view found: the native typemaps, and under a representation other than native
@@ -313,14 +310,14 @@ static int check_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Dataty
  * code. Later set_views defer when no layer voted. */
 static int view_agree(pario_file *f, const char *op, int code, MPI_Offset esize,
                       const char *datarep, int new_hints, long long votes[PARIO_SLOTS], int *any_info) {
-  enum { N = 11 };
+  enum { N = 10 };
   pario_snap s;
   long long w[PARIO_VDEF_WORDS];
   pario_snap_take(f, &s);
   pario_view_defer_words(f, &s, w);
   pario_snap_drop(&s);
   long long v[N + PARIO_SLOTS] = {code != MPI_SUCCESS, 0, 0, 0, 0, new_hints || (w[2] & PARIO_VDEF_HINTS), w[0], -w[0],
-                                  w[1], -w[1], w[2] & PARIO_VDEF_LAYER},
+                                  w[1], -w[1]},
             r[N + PARIO_SLOTS];
   pario_layers_view_votes(f, v + N);
   if (code == MPI_SUCCESS) {
@@ -333,9 +330,10 @@ static int view_agree(pario_file *f, const char *op, int code, MPI_Offset esize,
     code = pario_err(MPI_ERR_OTHER, op, f->filename, 0, "agreement among ranks failed");
   long long voted = 0;
   for (int i = 0; i < PARIO_SLOTS; i++) voted |= r[N + i];
-  int earlier = r[6] != -r[7] || r[8] != -r[9] || r[10];
+  int earlier = r[6] != -r[7] || r[8] != -r[9];
   pthread_mutex_lock(&f->lock);
-  if (voted || r[10]) f->vdef.never = 1, f->vdef.on = 0; /* an agreeing set_view turns it off, never on */
+  if (voted) f->vdef.never = 1, f->vdef.on = 0; /* an agreeing set_view turns it off, never on */
+  else f->vdef.slot = 0; /* nobody used the shared pointer: every counter is still 0 */
   f->vdef.flags &= ~s.vdef[2];
   if (earlier) f->vdef.base = (unsigned long long)s.vdef[0], f->vdef.ebase = s.vdef[1];
   pthread_mutex_unlock(&f->lock);
@@ -344,7 +342,6 @@ static int view_agree(pario_file *f, const char *op, int code, MPI_Offset esize,
     return pario_err(MPI_ERR_ARG, op, f->filename, 0, "an earlier set_view failed on another rank (its agreement was deferred)");
   if (r[6] != -r[7])
     return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "an earlier set_view's etype size or datarep differed between ranks (its agreement was deferred)");
-  if (r[10]) return vdef_layer_err(f, op);
   if (r[0]) return pario_err(MPI_ERR_ARG, op, f->filename, 0, "invalid view arguments on another rank");
   if (r[1] != -r[2]) return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "etype size differs between ranks");
   if (r[3] != -r[4]) return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0, "datarep differs between ranks");
@@ -377,15 +374,17 @@ static pario_view *view_make(pario_file *f, MPI_Offset disp, MPI_Datatype etype,
 
 /* set_view while the agreement is deferred: no collective. Hints this rank's info changes
  * apply here at once (after this rank's operations finished) and reach the others at the next
- * settle; layers are told that no rank voted (the shared pointer restarts at 0 where nobody
- * used it; one used since the last settle is reported there). A failure here is this rank's
+ * settle. The shared pointer moves to the next counter slot (pario_vdefer.slot), untouched so
+ * far, and layers are told that no rank voted: the pointer restarts at 0 in the new view, on
+ * every rank, whether or not some rank used it in the old one. A failure here is this rank's
  * error now and every rank's at the next settle. */
 static int view_deferred(pario_file *f, const char *op, int code, MPI_Offset disp, MPI_Datatype etype,
                          MPI_Datatype filetype, const char *datarep, view_args *a, const pario_hints *nh) {
-  long long votes[PARIO_SLOTS] = {0}, mine[PARIO_SLOTS];
-  int voted = 0, new_hints = code == MPI_SUCCESS && memcmp(nh, &f->hints, sizeof *nh) != 0;
-  pario_layers_view_votes(f, mine);
-  for (int i = 0; i < PARIO_SLOTS; i++) voted |= mine[i] != 0;
+  long long votes[PARIO_SLOTS] = {0};
+  int new_hints = code == MPI_SUCCESS && memcmp(nh, &f->hints, sizeof *nh) != 0;
+  pthread_mutex_lock(&f->lock);
+  f->vdef.slot++; /* every rank, failed here or not: the slots stay equal (below the last, pario_set_view) */
+  pthread_mutex_unlock(&f->lock);
   if (new_hints) pario_layers_quiesce(f);
   int rc = code == MPI_SUCCESS ? pario_layers_set_view(f, op, &disp, votes) : code;
   pario_view *nv = rc == MPI_SUCCESS ? view_make(f, disp, etype, filetype, datarep, a) : NULL;
@@ -400,7 +399,7 @@ static int view_deferred(pario_file *f, const char *op, int code, MPI_Offset dis
     return rc;
   }
   f->vdef.chk += vdef_hash(nv->gen, nv->esize, datarep);
-  f->vdef.flags |= (voted ? PARIO_VDEF_LAYER : 0) | (new_hints ? PARIO_VDEF_HINTS : 0);
+  if (new_hints) f->vdef.flags |= PARIO_VDEF_HINTS;
   pthread_mutex_unlock(&f->lock);
   view_install(f, nv, nh, new_hints);
   return MPI_SUCCESS;
@@ -419,7 +418,7 @@ int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype 
   memcpy(&nh, &f->hints, sizeof nh); /* padding too: the comparison is bytewise */
   if (info != MPI_INFO_NULL) pario_hints_update(&nh, info);
   pthread_mutex_lock(&f->lock);
-  int defer = f->vdef.on;
+  int defer = f->vdef.on && f->vdef.slot < PARIO_VDEF_SLOTS - 1; /* the same on every rank */
   pthread_mutex_unlock(&f->lock);
   if (defer) return view_deferred(f, op, code, disp, etype, filetype, datarep, &a, &nh);
   code = view_agree(f, op, code, a.esize, datarep, memcmp(&nh, &f->hints, sizeof nh) != 0, votes, &any_info);

@@ -96,8 +96,9 @@ static int ap_setup(pario_file *f, void **state) {
   return ENOTSUP; /* the same on every rank: one class for the error select.c reports */
 }
 
-static int ap_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
+static int ap_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
   ap_state *s = state;
+  (void)slot; /* always 0 (sharedfp.h) */
   if (s->rank == 0) {
     *old = __atomic_fetch_add(&s->value, (int64_t)n, __ATOMIC_SEQ_CST);
     return 0;

@@ -275,8 +275,9 @@ static int ind_merge(pario_file *f, void *state, const char *op, MPI_Offset base
   return rc;
 }
 
-static int ind_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
+static int ind_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
   ind_state *s = state;
+  (void)slot; /* always 0 (sharedfp.h) */
   pthread_mutex_lock(&s->lock);
   *old = s->value;
   s->value += n;

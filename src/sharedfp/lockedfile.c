@@ -1,5 +1,5 @@
 /* lockedfile: the shared pointer in a hidden file beside the data file, read-modify-written
- * under an fcntl lock. Works across nodes wherever the file system has working locks, which
+ * under an fcntl lock (slot k: the 8 bytes at 8k, locked alone). Works across nodes wherever the file system has working locks, which
  * its query proves on the data file first. Created on first use, removed at close. */
 #include "sharedfp/sharedfp.h"
 
@@ -36,11 +36,12 @@ static int lf_attach(pario_file *f, void **state) {
   return 0;
 }
 
-static int lf_lock(int fd, short type) {
+static int lf_lock(int fd, int slot, short type) {
   struct flock fl;
   memset(&fl, 0, sizeof fl);
   fl.l_type = type;
   fl.l_whence = SEEK_SET;
+  fl.l_start = (off_t)slot * (off_t)sizeof(int64_t);
   fl.l_len = sizeof(int64_t);
 #ifdef F_OFD_SETLKW
   int cmd = F_OFD_SETLKW;
@@ -53,22 +54,23 @@ static int lf_lock(int fd, short type) {
   return r == 0 ? 0 : errno;
 }
 
-static int lf_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
+static int lf_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
   lf_state *s = state;
   int64_t v = 0;
-  int e = lf_lock(s->fd, F_WRLCK);
+  off_t at = (off_t)slot * (off_t)sizeof v;
+  int e = lf_lock(s->fd, slot, F_WRLCK);
   if (e) return e;
-  ssize_t r = pread(s->fd, &v, sizeof v, 0); /* a new (empty) file reads as zero */
+  ssize_t r = pread(s->fd, &v, sizeof v, at); /* a new (empty) file, or short of this slot, reads as zero */
   if (r < 0) e = errno;
   else if (r != (ssize_t)sizeof v) v = 0;
   *old = v;
   v += n;
   if (!e && n != 0) {
-    ssize_t w = pwrite(s->fd, &v, sizeof v, 0);
+    ssize_t w = pwrite(s->fd, &v, sizeof v, at);
     if (w < 0) e = errno;
     else if (w != (ssize_t)sizeof v) e = EIO; /* short write: errno is not set */
   }
-  lf_lock(s->fd, F_UNLCK);
+  lf_lock(s->fd, slot, F_UNLCK);
   return e;
 }
 

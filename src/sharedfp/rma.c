@@ -123,8 +123,9 @@ static int rma_setup(pario_file *f, void **state) {
   return w == &spare ? ENOMEM : ENOTSUP;
 }
 
-static int rma_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
+static int rma_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
   rma_state *s = state;
+  (void)slot; /* always 0 (sharedfp.h) */
   long long add = n, prev = 0;
   if (s->local) {
     *old = __atomic_fetch_add(s->local, (int64_t)n, __ATOMIC_SEQ_CST);

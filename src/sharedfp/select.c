@@ -262,13 +262,28 @@ static int update_failed(pario_file *f, const char *op, int e) {
   return pario_err(pario_errno_class(e), op, f->filename, e, "shared file pointer update failed");
 }
 
+/* The counter slot of the current view (core/file.h pario_vdefer.slot): ranks that have not
+ * reached a deferred set_view yet count in the old view's slot, those past it in the new one.
+ * Only the lazy components keep several counters (sharedfp.h): a slot past 0 on a file of
+ * another one would be a broken promise of setview.c, reported rather than miscounted. */
+static int view_slot(pario_file *f, const char *op, int *slot) {
+  pthread_mutex_lock(&f->lock);
+  *slot = f->vdef.slot;
+  pthread_mutex_unlock(&f->lock);
+  const pario_sharedfp_component *c = __atomic_load_n(&st(f)->comp, __ATOMIC_ACQUIRE);
+  if (*slot == 0 || (c->attach && !c->write)) return MPI_SUCCESS;
+  return pario_err(MPI_ERR_INTERN, op, f->filename, 0, "set_view was deferred on a file whose %s shared file pointer keeps one counter",
+                   c->name);
+}
+
 int pario_sharedfp_fetch_add(pario_file *f, const char *op, MPI_Offset n, MPI_Offset *pos) {
   MPI_Offset old = 0;
-  int rc = ready(f, op);
+  int slot = 0, rc = ready(f, op);
+  if (rc == MPI_SUCCESS) rc = view_slot(f, op, &slot);
   if (rc != MPI_SUCCESS) return rc;
   sfp_file *sf = st(f);
   uint64_t t0 = PARIO_TRACE_T0();
-  int e = sf->comp->fetch_add(sf->cstate, n, &old);
+  int e = sf->comp->fetch_add(sf->cstate, slot, n, &old);
   PARIO_TRACE_SPANX(PARIO_TC_SFP, "fetch_add", t0, 0, "component", sf->comp->name, PARIO_TA("file", f->uid),
                     PARIO_TA("n", n), PARIO_TA("old", old), PARIO_TA("err", e));
   if (e) return update_failed(f, op, e);
@@ -300,7 +315,9 @@ static int ordered_place(pario_file *f, const char *op, MPI_Offset n, MPI_Offset
   }
   if (sf->ordered > 0) {
     MPI_Offset before = 0, old = 0;
-    int e = sf->comp->ordered(sf->cstate, n, &before, &old);
+    int slot = 0;
+    if ((rc = view_slot(f, op, &slot)) != MPI_SUCCESS) return rc; /* never fails: sm keeps slots */
+    int e = sf->comp->ordered(sf->cstate, slot, n, &before, &old);
     if (e) return update_failed(f, op, e);
     *pos = sf->base + old + before;
     return MPI_SUCCESS;
@@ -375,10 +392,11 @@ static int hook_open(pario_file *f, void **state) {
   return MPI_SUCCESS;
 }
 
-/* Whether any rank ever used the pointer: otherwise its storage still holds zero. */
+/* Whether any rank ever used the pointer: otherwise its storage still holds zero. The
+ * individual component votes always: its kept writes are placed at a collective merge, which a
+ * deferred set_view does not make, so set_view never defers on its files. */
 static long long hook_view_vote(pario_file *f, void *state) {
-  (void)f;
-  return ((sfp_file *)state)->comp != NULL;
+  return ((sfp_file *)state)->comp != NULL || pario_sharedfp_defers(f);
 }
 
 /* set_view: MPI_DISPLACEMENT_CURRENT (sequential files) is where the shared pointer is, in

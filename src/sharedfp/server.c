@@ -22,10 +22,12 @@ static int sv_attach(pario_file *f, void **state) {
   return 0;
 }
 
-static int sv_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
+/* Slot k is the counter of key uid ^ k << 56 (an open id's top byte is 0: core/open.c). */
+static int sv_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
   sv_state *s = state;
   int64_t prev = 0;
-  int e = s->f->drv->counter(s->f->dh, (uint64_t)s->f->uid, n ? PARIO_CTR_ADD : PARIO_CTR_GET, (int64_t)n, &prev);
+  uint64_t key = (uint64_t)s->f->uid ^ (uint64_t)slot << 56;
+  int e = s->f->drv->counter(s->f->dh, key, n ? PARIO_CTR_ADD : PARIO_CTR_GET, (int64_t)n, &prev);
   if (!e) *old = (MPI_Offset)prev;
   return e;
 }

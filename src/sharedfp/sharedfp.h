@@ -17,13 +17,17 @@ typedef struct pario_sharedfp_component {
    * collective and runs inside MPI_File_open (see select.c for when). One of the two is set. */
   int (*attach)(pario_file *f, void **state);
   int (*setup)(pario_file *f, void **state);
-  /* Atomically S += n; *old receives the previous S. Returns 0 or an errno value. */
-  int (*fetch_add)(void *state, MPI_Offset n, MPI_Offset *old);
+  /* Atomically S[slot] += n; *old receives the previous S[slot]. Returns 0 or an errno value.
+   * S is PARIO_VDEF_SLOTS counters, each zero until first used (core/file.h pario_vdefer.slot:
+   * a deferred set_view moves every rank to the next one). Components set up at open (rma,
+   * addproc) and the individual one vote at every settle, so set_view never defers on their
+   * files and their slot is always 0: they keep one counter. */
+  int (*fetch_add)(void *state, int slot, MPI_Offset n, MPI_Offset *old);
   /* Optional, collective: the ordered-call reservation done by the component itself (sm,
    * through its shared segment). *before receives the etypes of the ranks below this one,
-   * *old the S before the call; S advances once by the total. NULL: MPI_Exscan + one
-   * fetch_add + MPI_Bcast in select.c. */
-  int (*ordered)(void *state, MPI_Offset n, MPI_Offset *before, MPI_Offset *old);
+   * *old the S[slot] before the call; S[slot] advances once by the total. NULL: MPI_Exscan +
+   * one fetch_add + MPI_Bcast in select.c. */
+  int (*ordered)(void *state, int slot, MPI_Offset n, MPI_Offset *before, MPI_Offset *old);
   /* Release this rank's state (collective for components with setup). */
   void (*detach)(void *state);
   /* Remove f's storage if it exists (rank 0 at close, after everyone detached); may be NULL. */

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 typedef struct sm_seg {
-  int64_t value;   /* S */
+  int64_t value[PARIO_VDEF_SLOTS]; /* S, one counter per slot (sharedfp.h) */
   uint32_t gen;    /* ordered calls completed (futex word) */
   uint32_t arrived;
   int64_t base[2]; /* S before each of the last two ordered calls */
@@ -74,9 +74,9 @@ static int sm_attach(pario_file *f, void **state) {
   return 0;
 }
 
-static int sm_fetch_add(void *state, MPI_Offset n, MPI_Offset *old) {
+static int sm_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
   sm_state *s = state;
-  *old = __atomic_fetch_add(&s->seg->value, (int64_t)n, __ATOMIC_SEQ_CST);
+  *old = __atomic_fetch_add(&s->seg->value[slot], (int64_t)n, __ATOMIC_SEQ_CST);
   return 0;
 }
 
@@ -109,7 +109,7 @@ static void wait_gen(uint32_t *gen, uint32_t old, MPI_Comm comm) {
   }
 }
 
-static int sm_ordered(void *state, MPI_Offset n, MPI_Offset *before, MPI_Offset *old) {
+static int sm_ordered(void *state, int vslot, MPI_Offset n, MPI_Offset *before, MPI_Offset *old) {
   sm_state *s = state;
   sm_seg *g = s->seg;
   uint32_t k = s->gen, slot = k & 1;
@@ -118,7 +118,7 @@ static int sm_ordered(void *state, MPI_Offset n, MPI_Offset *before, MPI_Offset 
   if (__atomic_add_fetch(&g->arrived, 1, __ATOMIC_ACQ_REL) == (uint32_t)s->nprocs) {
     int64_t total = 0;
     for (int i = 0; i < s->nprocs; i++) total += __atomic_load_n(&size[i], __ATOMIC_RELAXED);
-    g->base[slot] = __atomic_fetch_add(&g->value, total, __ATOMIC_SEQ_CST);
+    g->base[slot] = __atomic_fetch_add(&g->value[vslot], total, __ATOMIC_SEQ_CST); /* every rank's vslot */
     __atomic_store_n(&g->arrived, 0, __ATOMIC_RELAXED); /* published by the release below */
     __atomic_store_n(&g->gen, k + 1, __ATOMIC_RELEASE);
     syscall(SYS_futex, &g->gen, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);

@@ -71,8 +71,8 @@ static struct coll_info describe(const pario_file *f, const pario_view *v, int r
 }
 
 /* Aggregators (when cb_nodes changed: then the cached views go too, as only the aggregators
- * hold other ranks' views), views (exchanged unless every rank's is in one cached set), the
- * plan and the buffers of an aggregated call x; this rank's result. */
+ * hold other ranks' views), the plan, the views (each aggregator gets the parts its domain
+ * needs and lacks, viewx.c) and the buffers of an aggregated call x; this rank's result. */
 static int prepare(pario_coll_ctx *c, coll_call *x) {
   pario_file *f = c->f;
   if (c->aggr_for != f->hints.cb_nodes) {
@@ -80,10 +80,6 @@ static int prepare(pario_coll_ctx *c, coll_call *x) {
     c->aggr_for = f->hints.cb_nodes;
     coll_views_forget(c);
   }
-  int rc = coll_views_use(c, x->view);
-  if (rc != MPI_SUCCESS)
-    return pario_err(rc, x->op, f->filename, 0, "cannot exchange the views (%s)",
-                     rc == MPI_ERR_NO_MEM ? "out of memory" : "bad data");
   MPI_Offset lo, hi;
   coll_span(c->info, c->np, &lo, &hi);
   x->plan = (coll_plan){.naggr = c->naggr, .bound = c->bound,
@@ -93,6 +89,10 @@ static int prepare(pario_coll_ctx *c, coll_call *x) {
   x->me_aggr = -1;
   for (int i = 0; i < c->naggr; i++)
     if (c->aggr[i] == c->rank) x->me_aggr = i;
+  int rc = coll_views_use(c, x); /* each aggregator gets the parts of the views its domain needs */
+  if (rc != MPI_SUCCESS)
+    return pario_err(rc, x->op, f->filename, 0, "cannot exchange the views (%s)",
+                     rc == MPI_ERR_NO_MEM ? "out of memory" : "bad data");
   return coll_buffers(c, x);
 }
 

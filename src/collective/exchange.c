@@ -40,9 +40,8 @@ static int piece_in(const pario_coll_ctx *c, const coll_call *x, int r, MPI_Offs
                     MPI_Offset *s, MPI_Offset *e) {
   const struct coll_info *in = &c->info[r];
   if (in->n == 0 || in->last <= lo || in->first >= hi) return 0;
-  const pario_view *v = coll_view_of(c, x, r);
-  *s = pario_view_data_before_in(v, lo, in->pos, in->n);
-  *e = pario_view_data_before_in(v, hi, in->pos, in->n);
+  *s = coll_view_before_in(c, x, r, lo, in->pos, in->n);
+  *e = coll_view_before_in(c, x, r, hi, in->pos, in->n);
   return *e > *s;
 }
 
@@ -203,12 +202,11 @@ static int round_senders(const pario_coll_ctx *c, const coll_call *x, MPI_Offset
 
 /* ---- an aggregator's window ---- */
 
-/* Append the file intervals of data [s, e) of view v to w->iv from *n on, merging adjacent
+/* Append the file intervals of data [s, e) of rank r's view to w->iv from *n on, merging adjacent
  * ones; 0 when out of memory. */
-static int intervals(const pario_coll_ctx *c, coll_win *w, const pario_view *v, MPI_Offset s, MPI_Offset e,
-                     size_t *n) {
+static int intervals(const pario_coll_ctx *c, coll_win *w, int r, MPI_Offset s, MPI_Offset e, size_t *n) {
   pario_fcursor fc;
-  pario_fcursor_init(&fc, v, s);
+  coll_view_cursor(c, w->x, r, &fc, s);
   MPI_Offset left = e - s;
   size_t k = *n, first = *n;
   while (left > 0) {
@@ -236,7 +234,7 @@ static int window_intervals(const pario_coll_ctx *c, const coll_call *x, coll_wi
   for (int i = 0; i < w->npc; i++) {
     coll_piece *q = &w->pc[i];
     q->iv0 = niv;
-    if (!intervals(c, w, coll_view_of(c, x, q->peer), q->s, q->e, &niv))
+    if (!intervals(c, w, q->peer, q->s, q->e, &niv))
       return pario_err(MPI_ERR_NO_MEM, x->op, c->f->filename, 0, "out of memory");
     q->iv1 = niv;
     if (q->iv1 > q->iv0) {

@@ -6,22 +6,28 @@
 
 #include "collective/collective.h"
 #include "collective/plan.h"
+#include "collective/runs.h"
 
 _Static_assert(sizeof(((struct coll_info *)0)->vdef) == PARIO_VDEF_WORDS * sizeof(long long),
                "coll_info carries set_view's deferred agreement");
 
-/* One rank's view header, allgathered as COLL_VHDR_WORDS MPI_LONG_LONGs before the runs. */
+/* What one rank sends an aggregator of its view when the aggregator lacks part of it
+ * (viewx.c): the view, its filetype's geometry and the part sent (the runs that meet [a, b) of
+ * the tile, coll_hold), as COLL_VHDR_WORDS MPI_LONG_LONGs before the runs. */
 struct coll_view_hdr {
-  long long disp, esize, contiguous; /* the view */
-  long long nruns, lb, extent, size; /* its filetype's typemap */
-  long long words;                   /* words of its encoded runs; -1: this rank cannot go on */
+  long long esize, contiguous, lb, extent, size; /* the view and its filetype */
+  long long off0, whole, a, b;                   /* the part (coll_hold) */
+  long long cum0, nruns;                         /* data of a tile before its first run; its runs */
+  long long words;                               /* words of their encoding; -1: this rank cannot send them */
 };
 enum { COLL_VHDR_WORDS = sizeof(struct coll_view_hdr) / sizeof(long long) };
 _Static_assert(sizeof(struct coll_view_hdr) == COLL_VHDR_WORDS * sizeof(long long), "coll_view_hdr is words");
 
-/* One set of every rank's view as one view exchange brought them (views[rank] and maps[rank]
- * too: a copy of this rank's view, to compare with). Displacements are not part of it: every
- * call's allgather brings them (coll_info.disp). */
+/* One set of every rank's view as the view exchanges brought them: this rank's own in full
+ * (views[rank], maps[rank], to compare with), and of every other rank the part of its
+ * filetype that this rank's file domains have needed since the set was made (held; nothing on
+ * a rank that is no aggregator). Displacements are not part of it: every call's allgather
+ * brings them (coll_info.disp). */
 enum { COLL_VSETS_MAX = 16, COLL_VSETS_DEFAULT = 4 };
 typedef struct coll_vset {
   int ok;                  /* holds views (else empty) */
@@ -29,7 +35,9 @@ typedef struct coll_vset {
   unsigned long long key;  /* hash of this rank's entry (coll_view_key) */
   unsigned long own_gen;   /* a view generation known to equal this rank's entry (0: none) */
   pario_view *views;       /* np */
-  pario_typemap *maps;     /* np */
+  pario_typemap *maps;     /* np: runs and cum of the part held (cum absolute: cum[0] its cum0) */
+  coll_hold *held;         /* np: the part of each rank's filetype held */
+  coll_hold *sent;         /* np, by aggregator index: the part of this rank's own sent to it */
 } coll_vset;
 
 /* A contiguous range of one rank's data stream that one aggregator handles in one round. */
@@ -108,6 +116,8 @@ struct pario_coll_ctx {
   int nvsets, vset;
   long long *vbuf; /* an aggregator's received runs (grown, kept) */
   size_t vbcap;
+  long long *venc; /* this rank's runs, encoded part by part for the aggregators (grown, kept) */
+  size_t vecap;
   /* Nodes (node_of NULL: unknown) and the aggregators chosen for cb_nodes == aggr_for. */
   int nnodes, *node_of, *rank_in_node;
   int *aggr, naggr, aggr_for;
@@ -117,11 +127,11 @@ struct pario_coll_ctx {
   /* Scratch sized by the rank count, allocated with the context so that no step between
    * collective calls needs memory it might not get. */
   struct coll_info *info;      /* np: every rank's access in this call */
-  struct coll_view_hdr *hdrs;  /* np */
+  struct coll_view_hdr *hdrs;  /* 2 np: received from each rank (first np), sent to each aggregator */
   int *cnt, *dsp;              /* np: words and offsets of each rank's runs in vbuf */
   MPI_Offset *bound;           /* np + 1: the plan's domains */
   coll_piece *mine_pc;         /* np: this rank's pieces */
-  MPI_Request *reqs;           /* 2 np */
+  MPI_Request *reqs;           /* 3 np (the view exchange: 2 per aggregator sent to, 1 per rank received from) */
   MPI_Status *st;              /* 2 np: this rank's pieces' (first np), a window's (last np) */
   coll_range *ranges;          /* np: the decision's sorted byte ranges */
   /* Data buffers, grown before the rounds start. */
@@ -158,16 +168,20 @@ int coll_grow(const pario_coll_ctx *c, int site, void *pp, size_t *cap, size_t n
 
 /* viewx.c: the view cache. coll_views_probe: the sets (bits) whose entry for this rank equals
  * its view v, sent in the call's allgather (coll_info.vhit). coll_views_use, after the
- * allgather (every rank at the same call): the set every rank found its view in, else a view
- * exchange (collective over c->comm) into the oldest set; then every rank's displacement from
- * c->info. A failure before the runs are sent is every rank's; one after (decoding) only this
- * rank's, and the caller's agreement makes it everyone's (then every rank forgets every set). */
+ * allgather and the plan (every rank at the same call): the set every rank found its view in,
+ * else the oldest set is emptied for the call's views; then every rank's displacement from
+ * c->info, and each rank sends each aggregator whose domain its access meets the part of its
+ * filetype there, unless the aggregator holds it already (point-to-point, no collective: both
+ * sides compute alike whether a message comes). A failure is only this rank's; the caller's
+ * agreement makes it everyone's (then every rank forgets every set). */
 long long coll_views_probe(pario_coll_ctx *c, const pario_view *v);
-int coll_views_use(pario_coll_ctx *c, const pario_view *mine);
+int coll_views_use(pario_coll_ctx *c, const coll_call *x);
 void coll_views_forget(pario_coll_ctx *c);
-static inline const pario_view *coll_view_of(const pario_coll_ctx *c, const coll_call *x, int r) {
-  return r == c->rank ? x->view : &c->vsets[c->vset].views[r];
-}
+/* Rank r's view in call x, as pario_view_data_before_in and pario_fcursor_init: for another
+ * rank through the part held, so only for file bytes of this rank's domain. */
+MPI_Offset coll_view_before_in(const pario_coll_ctx *c, const coll_call *x, int r, MPI_Offset fileoff, MPI_Offset pos,
+                               MPI_Offset n);
+void coll_view_cursor(const pario_coll_ctx *c, const coll_call *x, int r, pario_fcursor *fc, MPI_Offset pos);
 
 /* exchange.c: grow the buffers that the rounds of x need (before the agreement that starts
  * them), then run the rounds. Once every rank has its buffers, the rounds leave no peer

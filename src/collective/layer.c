@@ -45,7 +45,7 @@ static void ctx_free(pario_coll_ctx *c) {
   coll_wins_free(c);
   if (c->comm != MPI_COMM_NULL) PMPI_Comm_free(&c->comm);
   void *arrays[] = {c->node_of, c->rank_in_node, c->aggr, c->info, c->hdrs, c->cnt, c->dsp, c->bound,
-                    c->mine_pc, c->reqs, c->st, c->ranges, c->cbuf, c->pack, c->vbuf};
+                    c->mine_pc, c->reqs, c->st, c->ranges, c->cbuf, c->pack, c->vbuf, c->venc};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
   free(c);
 }
@@ -65,12 +65,12 @@ static pario_coll_ctx *ctx_alloc(pario_file *f, int **lead) {
   c->rank_in_node = malloc(n * sizeof(int));
   c->aggr = malloc(n * sizeof(int));
   c->info = malloc(n * sizeof *c->info);
-  c->hdrs = malloc(n * sizeof *c->hdrs);
+  c->hdrs = malloc(2 * n * sizeof *c->hdrs);
   c->cnt = malloc(n * sizeof(int));
   c->dsp = malloc(n * sizeof(int));
   c->bound = malloc((n + 1) * sizeof(MPI_Offset));
   c->mine_pc = malloc(n * sizeof(coll_piece));
-  c->reqs = malloc(2 * n * sizeof(MPI_Request));
+  c->reqs = malloc(3 * n * sizeof(MPI_Request));
   c->st = malloc(2 * n * sizeof(MPI_Status));
   c->ranges = malloc(n * sizeof(coll_range));
   *lead = malloc(n * sizeof(int));

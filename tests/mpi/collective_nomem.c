@@ -1,6 +1,6 @@
 /* Out of memory inside a collective call: PARIO_TEST_COLL_NOMEM=R:site (read when the file's
  * collective context is created) makes rank R's allocation at one site of the collective layer
- * fail: context (the per-file context), views (an aggregator's copy of every rank's runs), stage (an aggregator's
+ * fail: context (the per-file context), views (a new set of views, and an aggregator's parts of the other ranks' runs), stage (an aggregator's
  * staging area), pack (a rank's packed data). Every rank must return an error from
  * write_all, read_all and iwrite_all (none aborts, none waits forever), a failed write must
  * change no byte, and the file must work again once memory is back. An argument names the

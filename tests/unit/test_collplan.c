@@ -358,6 +358,80 @@ static void merging(void) {
   free(h);
 }
 
+/* ---- parts of a filetype (runs.c): an aggregator's share of another rank's runs ---- */
+
+/* Data bytes of the view (disp, runs, extent) before file offset f, by brute force. */
+static long long ref_before(long long disp, const pario_run *r, size_t n, long long extent, long long f) {
+  long long d = 0;
+  for (long long k = 0; k < 64; k++)
+    for (size_t i = 0; i < n; i++) {
+      long long s = disp + k * extent + r[i].off, e = s + r[i].len;
+      d += e <= f ? r[i].len : s < f ? f - s : 0;
+    }
+  return d;
+}
+
+/* Random filetypes, displacements and file ranges: the part a range needs gives exactly the
+ * whole filetype's answers (data before an offset, the file offset of a data position) for
+ * every offset of the range and every data position whose byte is in it. */
+static void parts(void) {
+  long long bad_before = 0, bad_cursor = 0, smaller = 0, total = 0;
+  for (int trial = 0; trial < 400; trial++) {
+    pario_run runs[40];
+    MPI_Offset cum[41] = {0};
+    size_t n = 1 + (size_t)rnd(40);
+    long long at = rnd(5);
+    for (size_t i = 0; i < n; i++) {
+      runs[i] = (pario_run){at, 1 + rnd(6)};
+      at += runs[i].len + 1 + rnd(7);
+      cum[i + 1] = cum[i] + runs[i].len;
+    }
+    long long extent = at + rnd(4), disp = rnd(50);
+    pario_typemap full = {.runs = runs, .nruns = n, .cum = cum, .size = cum[n], .extent = extent};
+    CHECK(!coll_part_whole(&full, 0) && coll_part_whole(&full, 1), "trial %d: whole only when contiguous", trial);
+    long long lo = disp + runs[0].off + rnd(3 * extent), hi = lo + 1 + rnd(extent);
+    coll_hold need = {.off0 = runs[0].off};
+    coll_part_need(&need, extent, disp, lo, hi);
+    size_t i0, i1;
+    coll_part_select(&full, &need, &i0, &i1);
+    smaller += i1 - i0 < n;
+    total++;
+    MPI_Offset pcum[41];
+    for (size_t i = i0; i <= i1; i++) pcum[i - i0] = cum[i];
+    pario_typemap part = {.runs = runs + i0, .nruns = i1 - i0, .cum = pcum, .size = cum[n], .extent = extent};
+    pario_view v = {.disp = disp, .ftm = &part};
+    for (long long f = lo; f <= hi; f++)
+      bad_before += coll_part_before(&v, &need, f) != ref_before(disp, runs, n, extent, f);
+    for (long long p = ref_before(disp, runs, n, extent, lo); p < ref_before(disp, runs, n, extent, hi); p++) {
+      pario_fcursor fc;
+      MPI_Offset off, want = disp + (p / cum[n]) * extent;
+      size_t k = 0;
+      while (cum[k + 1] <= p % cum[n]) k++;
+      want += runs[k].off + p % cum[n] - cum[k];
+      coll_part_cursor(&fc, &v, p);
+      pario_fcursor_next(&fc, 1, &off);
+      bad_cursor += off != want;
+    }
+  }
+  CHECK(bad_before == 0, "parts: data before an offset of the range: %lld wrong", bad_before);
+  CHECK(bad_cursor == 0, "parts: file offsets of data in the range: %lld wrong", bad_cursor);
+  CHECK(smaller > total / 4, "parts: most ranges need part of the runs (%lld of %lld)", smaller, total);
+  /* what is held, joined and covered */
+  coll_hold h = {0}, a = {.a = 10, .b = 20, .off0 = 2, .have = 1}, b = {.a = 15, .b = 30, .off0 = 2, .have = 1};
+  CHECK(!coll_part_covers(&h, &a), "nothing held covers nothing");
+  coll_part_join(&h, &a);
+  CHECK(coll_part_covers(&h, &a) && !coll_part_covers(&h, &b), "held [10, 20) covers itself, not [15, 30)");
+  coll_part_join(&h, &b);
+  CHECK(h.a == 10 && h.b == 30 && coll_part_covers(&h, &b), "joined: [10, 30)");
+  coll_hold w = {.whole = 1, .have = 1};
+  CHECK(coll_part_covers(&w, &b), "the whole filetype covers any range");
+  coll_hold t = {.off0 = 2};
+  coll_part_need(&t, 100, 1000, 1250, 1290); /* tile 2 is [1202, 1302): [50, 90) in the tile's offsets */
+  CHECK(t.a == 50 && t.b == 90, "need in tile 2: [%lld, %lld)", t.a, t.b);
+  coll_part_need(&t, 100, 1000, 1250, 1320); /* into tile 3: the whole tile */
+  CHECK(t.a == 2 && t.b == 102, "need across tiles: [%lld, %lld)", t.a, t.b);
+}
+
 int main(void) {
   node_map();
   aggregators();
@@ -367,6 +441,7 @@ int main(void) {
   runs_codec();
   interleaving();
   merging();
+  parts();
   printf("collplan: %d checks, %d failures\n", checks, failures);
   return failures != 0;
 }

@@ -9,7 +9,7 @@
 #     pario_read_max_gap, never more than the pieces' span: at most 5 (the data is 32 of every
 #     160 bytes), not 5 x ranks as reads through every rank's own window would.
 # Both read back and checked by pario-bench. The nodes go whatever happens (nslib.sh). Each
-# launch is limited to 90 s (a hang fails).
+# launch is limited to 150 s (a hang fails; 90 s was passed once at load average 260).
 # usage: readvol.sh FLAVOUR PPN LIBPARIO PARIO_BENCH WORKDIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,10 +25,13 @@ status=0
 # measure NAME MAX_AMPLIFICATION MIN_AMPLIFICATION ARGS...: one collective read across the nodes
 measure() {
   local name=$1 hi=$2 lo=$3; shift 3
+  local rc
   rm -f "$d/$name.jsonl"
-  if ! "$NSNODES" run "$NS_ST" "$flavour" 2 "$ppn" --pario "$lib" --timeout 90 "$bench" noncontig \
-      --access collective --op read -i 2 --dir "$d" -o "$d/$name.jsonl" "$@" > "$d/out" 2>&1; then
-    echo "FAIL: $name: pario-bench exit $?:"; grep -v -e '^\s*$' "$d/out" | tail -20 | cut -c1-300 | sed 's/^/    /'
+  "$NSNODES" run "$NS_ST" "$flavour" 2 "$ppn" --pario "$lib" --timeout 150 "$bench" noncontig \
+    --access collective --op read -i 2 --dir "$d" -o "$d/$name.jsonl" "$@" > "$d/out" 2>&1
+  rc=$?
+  if [ $rc != 0 ]; then
+    echo "FAIL: $name: pario-bench exit $rc:"; grep -v -e '^\s*$' "$d/out" | tail -20 | cut -c1-300 | sed 's/^/    /'
     status=1
     return
   fi

@@ -207,6 +207,12 @@ double trimmed_mean(const double *v, int n);
 /* Median of v[n] (mean of the two middle values when n is even); min and max through lo, hi. */
 double median_of(const double *v, int n, double *lo, double *hi);
 void posix_xfer(result *r, int fd, MPI_Offset off, unsigned char *buf, size_t len, int write);
+/* Cold reads: drop_cache(_fd) writes back and drops a file's pages from the page cache
+ * (fsync + POSIX_FADV_DONTNEED; 0 or an errno); storage_read_bytes is /proc/self/io's
+ * read_bytes (bytes fetched from storage by this process), -1 where that file is absent. */
+int drop_cache_fd(int fd);
+int drop_cache(const char *path);
+long long storage_read_bytes(void);
 /* Metric k = median of v[n], and k_min, k_max (the --repeat spread). Returns the median. */
 double jo_spread(jobj *o, const char *k, const double *v, int n);
 

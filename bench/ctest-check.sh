@@ -9,6 +9,10 @@
 #   limits       as ok, and every measurement has the spread of --repeat (params.repeat, and
 #                <metric>_min <= <metric> <= <metric>_max for its figures) and, where the suite
 #                measures the machine's limit, the limit and share = figure / limit
+#   cold         as ok, and every read (noncontig --cold) fetched at least its requested bytes
+#                from storage (device_read_amplification >= 0.99): the page cache was dropped.
+#                Not checked where the results' directory is on tmpfs (nothing is fetched) or
+#                /proc/self/io is absent (the metric is omitted, with device_read_reason)
 # In every mode, a metric given with _min and _max must lie between them.
 set -u
 mode=$1 results=$2
@@ -19,7 +23,7 @@ rc=$?
 printf '%s\n' "$out"
 fail() { echo "ctest-check: FAIL: $*" >&2; exit 1; }
 case $mode in
-  ok|supported|limits) [ "$rc" -eq 0 ] || fail "exit status $rc" ;;
+  ok|supported|limits|cold) [ "$rc" -eq 0 ] || fail "exit status $rc" ;;
   reject)
     [ "$rc" -ne 0 ] || fail "corrupted data was accepted (exit status 0)"
     grep -q "verification failed" <<<"$out" || fail "no 'verification failed' message" ;;
@@ -27,9 +31,9 @@ case $mode in
 esac
 [ -s "$results" ] || fail "no results written to $results"
 command -v python3 >/dev/null || { echo "ctest-check: python3 missing, results contract not checked"; exit 0; }
-python3 - "$mode" "$results" <<'EOF' || exit 1
+python3 - "$mode" "$results" "$(stat -f -c %T "$(dirname "$results")")" <<'EOF' || exit 1
 import json, re, sys
-mode, path = sys.argv[1], sys.argv[2]
+mode, path, fstype = sys.argv[1], sys.argv[2], sys.argv[3]
 PARAMS = {
     "overlap": "size elements iterations fill_elements fill_iterations scenario io_ratio api regime hints",
     "cfs": "test block_size file_size groups api preallocate repeat hints",
@@ -110,9 +114,20 @@ for n, line in enumerate(lines, 1):
                               f"{m['params'].get('limit_reason')}")
             elif share and abs(met["share"] - share(met[fig], met[lk])) > 1e-6 * met["share"]:
                 errors.append(f"{where}: share {met['share']} is not {fig} / {lk}")
+    if mode == "cold" and m["status"] == "ok" and m["params"].get("op") == "read":
+        dra = met.get("device_read_amplification")
+        if not m["params"].get("cold"):
+            errors.append(f"{where}: {m['test']}: params.cold is not true")
+        elif fstype == "tmpfs":
+            print(f"ctest-check: {where}: test files on tmpfs: storage reads not checked")
+        elif dra is None and not m["params"].get("device_read_reason"):
+            errors.append(f"{where}: no device_read_amplification and no device_read_reason")
+        elif dra is not None and dra < 0.99:
+            errors.append(f"{where}: {m['test']}: cold read fetched {dra} bytes from storage per byte "
+                          "requested (want >= 0.99: were the pages dropped?)")
     st, ver = m["status"], m.get("verified")
     rejected |= st == "failed" and ver is False
-    if mode in ("ok", "limits") and (st != "ok" or ver is False):
+    if mode in ("ok", "limits", "cold") and (st != "ok" or ver is False):
         errors.append(f"{where}: {m['test']}: status {st}, verified {ver}: {m.get('error')}")
     if mode == "supported" and st == "failed":
         errors.append(f"{where}: {m['test']}: failed: {m.get('error')}")

@@ -19,7 +19,7 @@ static const char *const op_names[] = {"write", "read"};
 
 typedef struct {
   long long sizes[MAX_SIZES], count, spacing, iters;
-  int nsizes, mem, file, access, op, sync; /* mem..op: bit masks over the name tables */
+  int nsizes, mem, file, access, op, sync, cold; /* mem..op: bit masks over the name tables */
 } nc_opts;
 
 const char noncontig_usage[] =
@@ -35,14 +35,21 @@ const char noncontig_usage[] =
     "      --access LIST          independent,collective (default both)\n"
     "      --op LIST              write,read (default both)\n"
     "      --sync                 MPI_File_sync after each write, inside the timing\n"
+    "      --cold                 reads from storage: before each timed read (and the device\n"
+    "                             pass's read) every rank drops the file's pages from the\n"
+    "                             page cache (fsync + POSIX_FADV_DONTNEED), untimed\n"
     "  -i, --iterations N         timed iterations (default 10)\n"
     "Collective measurements also measure the limit: the same useful bytes as one contiguous\n"
     "share per rank with plain pwrite/pread of 8 MiB blocks (fsync with --sync); metrics\n"
     "device_mb_per_s and share = mb_per_s / device_mb_per_s (local files only: not for x-rio://).\n"
     "Reads under pario also report bytes_read_file, bytes_requested (all ranks, the last run)\n"
-    "and read_amplification = bytes_read_file / bytes_requested.\n" REPEAT_HELP COMMON_HELP;
+    "and read_amplification = bytes_read_file / bytes_requested (pario's own count).\n"
+    "Every read reports device_read_amplification: the growth of /proc/self/io read_bytes\n"
+    "(bytes fetched from storage, page cache hits excluded) during the timed reads, summed\n"
+    "over ranks, / bytes requested; the median over --repeat runs. Without --cold it is near 0\n"
+    "(a cached file); on tmpfs always 0. Omitted where /proc/self/io is absent.\n" REPEAT_HELP COMMON_HELP;
 
-enum { O_RSIZE = OPT_SUITE0, O_RCOUNT, O_RSPACE, O_MEM, O_FILE, O_ACCESS, O_OP, O_SYNC_EACH };
+enum { O_RSIZE = OPT_SUITE0, O_RCOUNT, O_RSPACE, O_MEM, O_FILE, O_ACCESS, O_OP, O_SYNC_EACH, O_COLD };
 
 static int nc_list(const char *arg, const char *const *names, int n, int *mask, const char *what) {
   if ((*mask = parse_choice_list(arg, names, n)) < 0)
@@ -71,6 +78,7 @@ static int nc_option(int c, const char *arg, void *ctx) {
     case O_ACCESS: return nc_list(arg, access_names, 2, &o->access, "access");
     case O_OP: return nc_list(arg, op_names, 2, &o->op, "op");
     case O_SYNC_EACH: o->sync = 1; return 0;
+    case O_COLD: o->cold = 1; return 0;
     default: return usage_error("noncontig", "unknown option");
   }
 }
@@ -87,6 +95,7 @@ typedef struct {
   MPI_Datatype memtype, filetype; /* memtype: one instance covers the buffer */
   MPI_Offset disp, fsize;
   long long vol_file, vol_req;    /* pario's read-volume counters of the last run, all ranks */
+  long long dev_read;             /* this rank's storage reads (read_bytes) in the run's timed reads; -1: unknown */
 } nc_run;
 
 static long long period(const nc_run *c) { return c->size + c->o->spacing; }
@@ -175,14 +184,27 @@ static void one_access(result *r, nc_run *c, MPI_File fh) {
   if (!c->read && c->o->sync) res_mpi(r, MPI_File_sync(fh), "MPI_File_sync");
 }
 
-/* Iterations between barriers; t[k] = maximum over ranks. Reads check the buffer untimed. */
+/* --cold: every rank drops the file's pages (untimed; the barrier that follows orders it
+ * before every rank's read). */
+static void drop_pages(result *r, const char *path) {
+  int e = drop_cache(path);
+  if (e) res_fail(r, "--cold: dropping the page cache of %s: %s", path, strerror(e));
+}
+
+/* Iterations between barriers; t[k] = maximum over ranks. Reads check the buffer untimed and
+ * add this rank's storage reads during the timed access to c->dev_read. */
 static void iterate(result *r, nc_run *c, MPI_File fh, double *t) {
+  c->dev_read = 0;
   for (long long k = 0; k < c->o->iters; k++) {
     if (c->read) memset(c->buf, SENTINEL, c->buflen);
+    if (c->read && c->o->cold && r->status == ST_OK) drop_pages(r, c->path);
     bench_barrier();
+    long long rb0 = c->read ? storage_read_bytes() : -1;
     double t0 = now();
     if (r->status == ST_OK) one_access(r, c, fh);
     bench_barrier();
+    long long rb1 = c->read ? storage_read_bytes() : -1;
+    c->dev_read = rb0 < 0 || rb1 < 0 || c->dev_read < 0 ? -1 : c->dev_read + rb1 - rb0;
     t[k] = max_all(now() - t0);
     if (c->read && B.verify && r->status == ST_OK) check_buffer(r, c);
     if (!res_ok_everywhere(r)) return;
@@ -197,18 +219,21 @@ static long long info_ll(MPI_Info info, const char *key) {
 }
 
 /* pario's read-volume counters of fh (MPI_File_get_info: bytes read from the file and bytes
- * the reads asked for, since open), summed over the ranks; 0 and 0 under a native MPI-IO. */
+ * the reads asked for, since open), summed over the ranks; 0 and 0 under a native MPI-IO.
+ * With them the storage reads of the timed reads (c->dev_read), summed: -1 where a rank could
+ * not count them. */
 static void read_volume(nc_run *c, MPI_File fh) {
-  long long v[2] = {0, 0}, sum[2];
+  long long v[4] = {0, 0, c->dev_read < 0 ? 0 : c->dev_read, c->dev_read < 0}, sum[4];
   MPI_Info info;
   if (MPI_File_get_info(fh, &info) == MPI_SUCCESS) {
     v[0] = info_ll(info, "pario_bytes_read_file");
     v[1] = info_ll(info, "pario_bytes_requested");
     MPI_Info_free(&info);
   }
-  MPI_Allreduce(v, sum, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(v, sum, 4, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   c->vol_file = sum[0];
   c->vol_req = sum[1];
+  c->dev_read = sum[3] ? -1 : sum[2];
 }
 
 static void run_measure(result *r, nc_run *c, double *t) {
@@ -251,11 +276,12 @@ static void set_params(result *r, const nc_run *c) {
   jo_str(&r->params, "access", access_names[c->coll]);
   jo_str(&r->params, "op", op_names[c->read]);
   jo_bool(&r->params, "sync", o->sync);
+  jo_bool(&r->params, "cold", o->cold && c->read);
   jo_int(&r->params, "iterations", o->iters);
   res_common_params(r);
-  snprintf(r->label, sizeof r->label, "region=%s x%lld gap=%lld mem=%s file=%s%s",
+  snprintf(r->label, sizeof r->label, "region=%s x%lld gap=%lld mem=%s file=%s%s%s",
            size_str(c->size, b, sizeof b), o->count, o->spacing, c->mem_nc ? "nc" : "c",
-           c->file_nc ? "nc" : "c", o->sync && !c->read ? " sync" : "");
+           c->file_nc ? "nc" : "c", o->sync && !c->read ? " sync" : "", o->cold && c->read ? " cold" : "");
 }
 
 /* ---- the limit for collective I/O: the device's bandwidth for the same bytes ------------- */
@@ -265,8 +291,9 @@ static void set_params(result *r, const nc_run *c) {
  * A collective access cannot beat this; share = measured MB/s / device MB/s. */
 #define DEV_BLOCK ((size_t)8 << 20)
 
-/* The device pass follows the measurement's regime: synced with --sync; direct (O_DIRECT) when
- * the hint pario_direct_io=true is given and each rank's share is a multiple of 4 KiB. */
+/* The device pass follows the measurement's regime: synced with --sync; cold reads with
+ * --cold; direct (O_DIRECT) when the hint pario_direct_io=true is given and each rank's share
+ * is a multiple of 4 KiB. */
 static int dev_direct(size_t len) {
   for (int i = 0; i < B.hints->n; i++)
     if (strcmp(B.hints->key[i], "pario_direct_io") == 0 && strcmp(B.hints->val[i], "true") == 0)
@@ -278,6 +305,8 @@ static double dev_pass(result *r, const nc_run *c, const char *path, int rd, uns
   off_t base = (off_t)len * B.rank;
   int fd = open(path, (rd ? O_RDONLY : O_WRONLY | O_CREAT) | (dev_direct(len) > 0 ? O_DIRECT : 0), 0644);
   if (fd < 0) res_fail(r, "device pass: open %s: %s", path, strerror(errno));
+  int e = fd >= 0 && rd && c->o->cold ? drop_cache_fd(fd) : 0; /* the measurement's regime */
+  if (e) res_fail(r, "device pass: --cold: dropping the page cache of %s: %s", path, strerror(e));
   bench_barrier();
   double t0 = now();
   for (size_t done = 0; fd >= 0 && done < len && r->status == ST_OK;) {
@@ -324,8 +353,9 @@ static void put_limit(result *r, const nc_run *c, const double *mb, int n) {
   for (int k = 0; k < n && res_ok_everywhere(r); k++) dev[k] = bytes / dev_run(r, c) / 1e6;
   res_agree(r);
   size_t len = (size_t)(c->o->count * c->size);
-  static const char *const regimes[] = {"cached", "synced", "direct"};
-  jo_str(&r->params, "device_regime", regimes[dev_direct(len) > 0 ? 2 : c->o->sync && !c->read ? 1 : 0]);
+  static const char *const regimes[] = {"cached", "synced", "direct", "cold"};
+  int regime = dev_direct(len) > 0 ? 2 : c->o->sync && !c->read ? 1 : c->o->cold && c->read ? 3 : 0;
+  jo_str(&r->params, "device_regime", regimes[regime]);
   if (dev_direct(len) < 0)
     jo_str(&r->params, "limit_reason", "device pass not direct: share per rank not a multiple of 4 KiB");
   if (r->status == ST_OK) {
@@ -346,12 +376,16 @@ static void measure(nc_run *c) {
   set_params(&r, c);
   int n = B.repeat;
   double *t = calloc((size_t)c->o->iters, sizeof *t), *secs = calloc((size_t)n, sizeof *secs),
-         *mb = calloc((size_t)n, sizeof *mb), lo = 0, hi = 0;
+         *mb = calloc((size_t)n, sizeof *mb), *devamp = calloc((size_t)n, sizeof *devamp), lo = 0, hi = 0;
   double bytes = (double)B.size * (double)c->o->count * (double)c->size;
+  int dev_known = 1;
   c->buf = xalloc(c->buflen);
   for (int k = 0; k < n && r.status == ST_OK; k++) {
+    c->dev_read = -1;
     run_measure(&r, c, t);
     res_agree(&r);
+    dev_known &= c->dev_read >= 0;
+    devamp[k] = (double)c->dev_read / (bytes * (double)c->o->iters);
     secs[k] = trimmed_mean(t, (int)c->o->iters);
     mb[k] = bytes / secs[k] / 1e6;
     for (long long i = 0; i < c->o->iters; i++) {
@@ -375,6 +409,13 @@ static void measure(nc_run *c) {
       size_t k = strlen(r.note);
       snprintf(r.note + k, sizeof r.note - k, "%sread %.2fx", k ? ", " : "", (double)c->vol_file / (double)c->vol_req);
     }
+    if (c->read && dev_known) { /* what the storage delivered, whichever MPI-IO read */
+      double d = jo_spread(&r.metrics, "device_read_amplification", devamp, n);
+      size_t k = strlen(r.note);
+      snprintf(r.note + k, sizeof r.note - k, "%sstorage %.2fx", k ? ", " : "", d);
+    } else if (c->read) {
+      jo_str(&r.params, "device_read_reason", "/proc/self/io not readable: storage reads not counted");
+    }
   }
   jo_int(&r.params, "repeat", n);
   res_emit(&r);
@@ -382,6 +423,7 @@ static void measure(nc_run *c) {
   free(t);
   free(secs);
   free(mb);
+  free(devamp);
   if (!B.keep) file_remove(c->path);
 }
 
@@ -409,6 +451,7 @@ int noncontig_main(int argc, char **argv) {
       {"region-spacing", required_argument, 0, O_RSPACE}, {"mem", required_argument, 0, O_MEM},
       {"file", required_argument, 0, O_FILE},   {"access", required_argument, 0, O_ACCESS},
       {"op", required_argument, 0, O_OP},       {"sync", no_argument, 0, O_SYNC_EACH},
+      {"cold", no_argument, 0, O_COLD},
       {"iterations", required_argument, 0, 'i'}, REPEAT_LONG_OPT, COMMON_LONG_OPTS, {0, 0, 0, 0}};
   int rc = parse_options("noncontig", argc, argv, COMMON_SHORT "i:", longopts, nc_option, &o);
   if (rc) return rc;

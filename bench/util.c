@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -110,6 +111,34 @@ void posix_xfer(result *r, int fd, MPI_Offset off, unsigned char *buf, size_t le
     }
     done += (size_t)n;
   }
+}
+
+/* Drops the file's pages from the page cache: fsync first (dirty pages are not dropped),
+ * then posix_fadvise(POSIX_FADV_DONTNEED) over the whole file. No privilege needed. */
+int drop_cache_fd(int fd) {
+  if (fsync(fd) != 0) return errno;
+  return posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+int drop_cache(const char *path) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return errno;
+  int e = drop_cache_fd(fd);
+  close(fd);
+  return e;
+}
+
+/* read_bytes of /proc/self/io: the bytes this process (all its threads) caused to be fetched
+ * from storage, page cache hits excluded. -1 where the file is absent or unreadable. */
+long long storage_read_bytes(void) {
+  char text[1024];
+  FILE *f = fopen("/proc/self/io", "r");
+  if (!f) return -1;
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  const char *p = strstr(text, "\nread_bytes: ");
+  return p ? atoll(p + strlen("\nread_bytes: ")) : -1;
 }
 
 double median_of(const double *v, int n, double *lo, double *hi) {

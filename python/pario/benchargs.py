@@ -52,6 +52,7 @@ OPTIONS: Dict[str, Dict[str, str]] = {
         "access": "--access",
         "op": "--op",
         "sync": "--sync",
+        "cold": "--cold",
         "iterations": "--iterations",
         "hints": HINT_OPT,
     },

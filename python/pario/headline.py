@@ -31,7 +31,7 @@ def _mpi_order(mpi: str) -> int:
     return MPIS.index(mpi) if mpi in MPIS else len(MPIS)
 
 
-REGIME_ORDER = ("cached", "synced", "direct")
+REGIME_ORDER = ("cached", "synced", "direct", "cold")
 
 
 def summary_records(comparisons: Sequence[Comparison]) -> List[dict]:
@@ -77,7 +77,7 @@ SUMMARY_RIGHT = (3, 4, 5, 6, 7, 9, 10, 11)
 # pario/native ratio). Overlap: direct I/O, where the data moves by DMA and a nonblocking write
 # can overlap the computation; with the page cache a write is a memory copy that needs the CPU.
 HEADLINE_REGIMES: Dict[str, Tuple[str, ...]] = {"overlap": ("direct", "synced", "cached")}
-DEFAULT_HEADLINE_REGIMES = ("cached", "synced", "direct")
+DEFAULT_HEADLINE_REGIMES = ("cached", "synced", "direct", "cold")
 
 
 @dataclass

@@ -139,6 +139,8 @@ def regime_of(params: dict) -> str:
     """The storage regime a measurement ran under, as far as its parameters say."""
     if "regime" in params:
         return str(params["regime"])
+    if params.get("cold"):  # noncontig --cold: reads from storage, the pages dropped first
+        return "cold"
     if "sync" in params:
         return "synced" if params["sync"] else "cached"
     return "cached"

@@ -69,6 +69,8 @@ def test_regime():
     assert regime_of({"regime": "direct"}) == "direct"
     assert regime_of({"sync": True}) == "synced"
     assert regime_of({"sync": False}) == "cached"
+    assert regime_of({"sync": False, "cold": True}) == "cold"
+    assert regime_of({"sync": False, "cold": False}) == "cached"
     assert regime_of({}) == "cached"
 
 

@@ -86,6 +86,13 @@ def _point(g: Group, metric: str) -> Optional[Tuple[float, float, float, int]]:
     return med, g.min(metric), g.max(metric), len(g.values(metric))
 
 
+def _plain(value):
+    """A parameter as a curve key: hint dictionaries (-H) become 'key=value ...' text."""
+    if isinstance(value, dict):
+        return " ".join(f"{k}={v}" for k, v in sorted(value.items())) or "no hints"
+    return value
+
+
 def _curve_name(keys: Sequence[str], values: tuple, impl: str) -> str:
     parts = [fmt_param(k, v) if k in ("mode",) or k in SIZE_NAMES else f"{k}={fmt_param(k, v)}"
              for k, v in zip(keys, values) if v is not None]
@@ -103,7 +110,7 @@ def _curves(ax, groups: Sequence[Group], x_param: str, metric: str, curve_keys: 
     for g in groups:
         if g.median(metric) is None:
             continue
-        key = tuple(g.params.get(k) if k != "ranks" else g.ranks for k in curve_keys)
+        key = tuple(_plain(g.params.get(k)) if k != "ranks" else g.ranks for k in curve_keys)
         curves.setdefault((key, g.impl), []).append(g)
     keys = sorted({k for k, _ in curves}, key=_order)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]

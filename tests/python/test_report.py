@@ -146,3 +146,26 @@ def test_report_numbers_by_hand(tmp_path):
     summary = {tuple(c[:3]): c for _, c, _ in _rows(html, "summary") if len(c) == 12}
     assert summary[("cfs", "openmpi", "cached")][3:] == ["4", "4", "4", "0", "0", "MB/s", "1.10", "1.10", "1.10"]
     assert summary[("overlap", "mpich", "direct")][9:] == ["0.55", "0.55", "0.55"]
+
+
+def test_report_with_mixed_hints(tmp_path, fixture_path):
+    """Runs of one suite with different -H hints (a dictionary in params) are separate curves,
+    each named by its hints; the report used to stop with "unhashable type: 'dict'"."""
+    import json
+    d = tmp_path / "hints"
+    d.mkdir()
+    rows = [json.loads(ln) for ln in open(fixture_path) if '"suite": "noncontig"' in ln]
+    assert rows
+    out = []
+    for r in rows:
+        for hints in ({}, {"pario_read_max_gap": "0"}):
+            r2 = json.loads(json.dumps(r))
+            r2["params"]["hints"] = hints
+            out.append(json.dumps(r2))
+    (d / "results.jsonl").write_text("\n".join(out) + "\n")
+    html = open(build_report(str(d)), encoding="utf-8").read()
+    assert "pario_read_max_gap=0" in html or any(
+        b"pario_read_max_gap=0" in open(d / img.replace(".png", ".svg"), "rb").read()
+        for img in _images(html) if img.endswith(".png"))
+    for img in _images(html):
+        _check_png(d / img)

@@ -11,14 +11,22 @@
  * where the cores are shared (pario_wait_spins false) the server naps too, from 1 us doubling
  * to 100 us, from its first poll: a thread that yields in a loop is a CPU hog to the
  * scheduler and waits for its turn behind every runnable task, while one that wakes from a
- * nap preempts them (MPICH 2 nodes x 2: 4.0x the updates/s, docs/sharedfp.md). */
+ * nap preempts them (MPICH 2 nodes x 2: 4.0x the updates/s, docs/sharedfp.md).
+ *
+ * Across nodes the requests travel over TCP instead (tcpctr.c): the server thread sleeps in
+ * poll() and a client in recv(), and the kernel wakes each when its packet arrives, with no
+ * polling and no MPI progress. Which transport is rank 0's choice, broadcast at open:
+ * PARIO_ADDPROC_TRANSPORT=tcp|mpi on rank 0, else tcp across nodes and MPI on one node; where
+ * the TCP channel cannot be made (no IPv4 route to rank 0) the MPI transport serves. */
 #include "sharedfp/sharedfp.h"
+#include "sharedfp/tcpctr.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 enum { TAG_REQ = 1, TAG_REP, TAG_STOP };
@@ -31,6 +39,7 @@ typedef struct ap_state {
   int64_t value;         /* S, on rank 0 (server and rank 0's own calls add atomically) */
   pthread_t tid;
   pthread_mutex_t lock;  /* one request in flight per process, so replies cannot cross */
+  pario_tcpctr *tcp;     /* the TCP transport, when rank 0 chose it (else MPI messages) */
 } ap_state;
 
 static int ap_query(pario_file *f) {
@@ -73,17 +82,32 @@ static void stop(ap_state *s) {
   PMPI_Wait(&r, MPI_STATUS_IGNORE);
 }
 
+/* Rank 0's choice of transport, the same on every rank: 1 TCP, 0 MPI messages. */
+static int want_tcp(pario_file *f) {
+  const char *t = getenv("PARIO_ADDPROC_TRANSPORT");
+  int tcp = t && !strcmp(t, "tcp") ? 1 : t && !strcmp(t, "mpi") ? 0 : f->nodes > 1;
+  PMPI_Bcast(&tcp, 1, MPI_INT, 0, f->comm);
+  return tcp && f->nprocs > 1;
+}
+
 static int ap_setup(pario_file *f, void **state) {
   ap_state *s = calloc(1, sizeof *s);
   MPI_Comm comm = MPI_COMM_NULL;
-  int ok = pario_comm_dup_private(f->comm, &comm) == MPI_SUCCESS && s, all = 0;
+  pario_tcpctr *tcp = NULL;
+  int64_t none = 0;
+  int all = 0;
+  if (want_tcp(f) && pario_tcpctr_open(f->comm, s ? &s->value : &none, &tcp)) /* collective */
+    pario_log(1, "%s: addproc: no TCP channel to rank 0; requests travel as MPI messages", f->filename);
+  /* collective where there is no channel (then on no rank: the channel's open agreed) */
+  int ok = (tcp || pario_comm_dup_private(f->comm, &comm) == MPI_SUCCESS) && s;
   if (ok) {
     s->comm = comm;
+    s->tcp = tcp;
     s->rank = f->rank;
     s->nap = f->nodes > 1;
     s->serve_nap = s->nap && !pario_wait_spins();
     pthread_mutex_init(&s->lock, NULL);
-    if (f->rank == 0 && f->nprocs > 1) ok = s->thread = pthread_create(&s->tid, NULL, serve, s) == 0;
+    if (!tcp && f->rank == 0 && f->nprocs > 1) ok = s->thread = pthread_create(&s->tid, NULL, serve, s) == 0;
   }
   PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, f->comm);
   if (all) {
@@ -91,6 +115,7 @@ static int ap_setup(pario_file *f, void **state) {
     return 0;
   }
   if (s && s->thread) stop(s);
+  if (tcp) pario_tcpctr_close(tcp);
   if (comm != MPI_COMM_NULL) PMPI_Comm_free(&comm);
   free(s);
   return ENOTSUP; /* the same on every rank: one class for the error select.c reports */
@@ -102,6 +127,12 @@ static int ap_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
   if (s->rank == 0) {
     *old = __atomic_fetch_add(&s->value, (int64_t)n, __ATOMIC_SEQ_CST);
     return 0;
+  }
+  if (s->tcp) {
+    int64_t prev = 0;
+    int e = pario_tcpctr_fetch_add(s->tcp, (int64_t)n, &prev);
+    *old = (MPI_Offset)prev;
+    return e;
   }
   long long add = n, prev = 0;
   pthread_mutex_lock(&s->lock);
@@ -125,11 +156,21 @@ static int ap_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
 
 static void ap_detach(void *state) { /* at close, after every rank's last request */
   ap_state *s = state;
+  if (s->tcp) pario_tcpctr_close(s->tcp);
   if (s->thread) stop(s);
-  PMPI_Comm_free(&s->comm);
+  if (s->comm != MPI_COMM_NULL) PMPI_Comm_free(&s->comm);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }
 
-const pario_sharedfp_component pario_sharedfp_addproc = {
-    .name = "addproc", .query = ap_query, .setup = ap_setup, .fetch_add = ap_fetch_add, .detach = ap_detach};
+/* get_info reports the transport in use: pario_addproc_transport = tcp or mpi. */
+static void ap_get_info(void *state, MPI_Info info) {
+  PMPI_Info_set(info, "pario_addproc_transport", ((ap_state *)state)->tcp ? "tcp" : "mpi");
+}
+
+const pario_sharedfp_component pario_sharedfp_addproc = {.name = "addproc",
+                                                          .query = ap_query,
+                                                          .setup = ap_setup,
+                                                          .fetch_add = ap_fetch_add,
+                                                          .detach = ap_detach,
+                                                          .get_info = ap_get_info};

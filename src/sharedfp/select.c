@@ -16,8 +16,10 @@
  * the file asked for them: pario_sharedfp=rma|addproc, or auto on several nodes with
  * MPI_MODE_SEQUENTIAL (such a file can only be accessed through shared pointers) unless the
  * file is on a server, or lockedfile serves it better (seq_lockedfile: a local file system,
- * or, with MPICH, rank 0's host oversubscribed). Otherwise auto across nodes takes lockedfile, the best
- * lazy component there. docs/sharedfp.md has the measurements behind the rule. */
+ * or, with MPICH, rank 0's host oversubscribed); addproc (over TCP across nodes) with MPICH and
+ * MPI_THREAD_MULTIPLE, else rma. Otherwise auto across nodes takes lockedfile, the best lazy
+ * component there (addproc over TCP did not beat it across namespace nodes, and would need a
+ * server thread set up at every open). docs/sharedfp.md has the measurements behind the rule. */
 #include "sharedfp/sharedfp.h"
 #include "trace/trace.h"
 
@@ -151,8 +153,12 @@ static const pario_sharedfp_component *at_open(pario_file *f, const sfp_file *sf
   if (named(f, "rma")) return &pario_sharedfp_rma;
   if (named(f, "addproc")) return &pario_sharedfp_addproc;
   if (named(f, "auto") && f->nodes > 1 && (f->amode & MPI_MODE_SEQUENTIAL) && pario_sharedfp_server.query(f) < 0 &&
-      !sf->one_kernel && !seq_lockedfile(f))
+      !sf->one_kernel && !seq_lockedfile(f)) {
+    /* Where rank 0 serves the atomics in software anyway (MPICH), addproc's TCP server thread
+     * answers sooner than rma's progress thread: 1.9x across namespace nodes, docs/sharedfp.md */
+    if (atomics_wait_for_rank0() && pario_sharedfp_addproc.query(f) >= 0) return &pario_sharedfp_addproc;
     return pario_sharedfp_rma.query(f) >= 0 ? &pario_sharedfp_rma : &pario_sharedfp_addproc;
+  }
   return NULL;
 }
 

@@ -119,15 +119,22 @@ static inline int pario_serves(void) {
   return yes;
 }
 
+/* A string info key of fh's get_info into v (n bytes): 1, or 0 with v "(not set)". */
+static inline int pario_info_str(MPI_File fh, const char *key, char *v, int n) {
+  MPI_Info info;
+  int flag = 0;
+  MPI_File_get_info(fh, &info);
+  MPI_Info_get(info, key, n - 1, v, &flag);
+  MPI_Info_free(&info);
+  if (!flag) snprintf(v, (size_t)n, "(not set)");
+  return flag;
+}
+
 /* An integer info key of fh's get_info (pario's counters: pario_bytes_read_file,
  * pario_coll_aggregated, ...); a missing key fails a check and reads -1. */
 static inline long long pario_info_ll(MPI_File fh, const char *key) {
-  MPI_Info info;
   char v[64];
-  int flag = 0;
-  MPI_File_get_info(fh, &info);
-  MPI_Info_get(info, key, (int)sizeof v - 1, v, &flag);
-  MPI_Info_free(&info);
+  int flag = pario_info_str(fh, key, v, (int)sizeof v);
   CHECK(flag, "get_info has no %s", key);
   return flag ? atoll(v) : -1;
 }

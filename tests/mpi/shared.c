@@ -65,6 +65,10 @@ static void stress(const char *comp, int total) {
   MPI_File_get_info(fh, &used);
   MPI_Info_get(used, "pario_sharedfp", 63, v, &flag);
   CHECK(!strcmp(v, strcmp(comp, "auto") ? comp : auto_comp), "get_info pario_sharedfp=%s", v);
+  const char *tr = getenv("PARIO_ADDPROC_TRANSPORT"); /* the transport asked for is the one used */
+  if (tr && !strcmp(v, "addproc") && np > 1)
+    CHECK(pario_info_str(fh, "pario_addproc_transport", v, sizeof v) && !strcmp(v, tr),
+          "get_info pario_addproc_transport=%s, want %s", v, tr);
   MPI_Info_free(&used);
   if (rank == 0) { /* every record present exactly once, intact */
     rec *all = malloc(sizeof(rec) * (size_t)total);

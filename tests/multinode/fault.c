@@ -10,6 +10,11 @@
  *                         prints "nsfault: rank R round N CALL: class C (message)" and calls
  *                         MPI_Abort (the launcher tears the job down); a phase 2 that ends
  *                         without a fault exits 2 (the fault came too late).
+ *   PARIO_NS_FAULT_PHASE2=shared: the file is opened with pario_sharedfp=addproc and phase 2
+ *                         is 64-byte write_shared records after phase 1's region (seek_shared
+ *                         there first); rank 0 also checks that addproc's requests travel over
+ *                         TCP and writes its PID as FILE.phase1's 4th field; fault.sh "server"
+ *                         kills that process, the pointer server, alone.
  *   nsfault verify FILE NP   no MPI: phase 1's NP blocks hold the pattern (exit 0), else one
  *                         line naming the first wrong byte (exit 1). */
 #include <errno.h>
@@ -84,6 +89,9 @@ int main(int argc, char **argv) {
   MPI_Info_create(&info);
   MPI_Info_set(info, "romio_cb_write", "enable");
   MPI_Info_set(info, "cb_buffer_size", "4096");
+  const char *p2 = getenv("PARIO_NS_FAULT_PHASE2");
+  int shared = p2 && !strcmp(p2, "shared");
+  if (shared) MPI_Info_set(info, "pario_sharedfp", "addproc");
   MPI_File fh;
   die_on(MPI_File_open(MPI_COMM_WORLD, file, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh), 0, "MPI_File_open");
   MPI_Info_free(&info);
@@ -92,18 +100,26 @@ int main(int argc, char **argv) {
   die_on(MPI_Barrier(MPI_COMM_WORLD), 0, "MPI_Barrier");
   die_on(MPI_File_read_at(fh, at, r, B, MPI_BYTE, MPI_STATUS_IGNORE), 0, "MPI_File_read_at");
   CHECK(!memcmp(r, w, B), "phase 1 read back differs from what rank %d wrote", rank);
+  char tr[16];
+  if (shared && pario_serves()) /* the channel under test: addproc over TCP */
+    CHECK(pario_info_str(fh, "pario_addproc_transport", tr, sizeof tr) && !strcmp(tr, "tcp"),
+          "rank %d: pario_addproc_transport=%s, want tcp", rank, tr);
   int fails = 0;
   MPI_Allreduce(&t_fail, &fails, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) {
     char s[64];
-    snprintf(s, sizeof s, "%d %d %d\n", np, pario_serves(), fails);
+    snprintf(s, sizeof s, "%d %d %d %ld\n", np, pario_serves(), fails, (long)getpid());
     note(file, "phase1", s);
   }
   /* phase 2: the faulted one */
+  if (shared) die_on(MPI_File_seek_shared(fh, (MPI_Offset)np * B, MPI_SEEK_SET), 0, "MPI_File_seek_shared");
   for (int k = 1; k <= rounds; k++) {
     memset(w, k & 0xff, B2);
     MPI_Offset at2 = (MPI_Offset)np * B + (MPI_Offset)(k % 8) * np * B2 + (MPI_Offset)rank * B2;
-    die_on(MPI_File_write_at_all(fh, at2, w, B2, MPI_BYTE, MPI_STATUS_IGNORE), k, "MPI_File_write_at_all");
+    if (shared)
+      die_on(MPI_File_write_shared(fh, w, 64, MPI_BYTE, MPI_STATUS_IGNORE), k, "MPI_File_write_shared");
+    else
+      die_on(MPI_File_write_at_all(fh, at2, w, B2, MPI_BYTE, MPI_STATUS_IGNORE), k, "MPI_File_write_at_all");
     if (rank == 0) {
       char s[32];
       snprintf(s, sizeof s, "%d\n", k);

@@ -496,8 +496,12 @@ static void auto_sequential_on(const char *fs) {
   char lib[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0, mpich = MPI_Get_library_version(lib, &len) == MPI_SUCCESS && strstr(lib, "MPICH");
   /* rma unless the file system is local or MPICH's rank 0 (which serves the atomics) has more
-   * ranks on its host than CPUs; addproc where the MPI makes no window (rma falls back) */
-  const char *want = fs[0] == '1' && (!mpich || on0 <= cpus) ? (rma_works ? "rma" : provided == MPI_THREAD_MULTIPLE ? "addproc" : "lockedfile") : "lockedfile";
+   * ranks on its host than CPUs; addproc where the MPI makes no window (rma falls back), and
+   * with MPICH wherever addproc can run (its TCP server answers sooner than rma's atomics) */
+  int multiple = provided == MPI_THREAD_MULTIPLE;
+  const char *want = fs[0] == '1' && (!mpich || on0 <= cpus)
+                         ? (mpich && multiple ? "addproc" : rma_works ? "rma" : multiple ? "addproc" : "lockedfile")
+                         : "lockedfile";
   setenv("PARIO_TEST_NETWORK_FS", fs, 1);
   const char *kv[] = {"pario_sharedfp", "auto", NULL};
   const char *p = fname("autoseq");

@@ -1,0 +1,246 @@
+/* The TCP counter channel (tcpctr.h). Open: rank 0 listens on every IPv4 address (port chosen
+ * by the kernel) and broadcasts its port, its addresses (non-loopback first, 127.0.0.1 last)
+ * and a random cookie; each other rank connects to the first address whose listener answers
+ * the hello {cookie, rank} with {cookie, rank} (an address that is also some other host's,
+ * like docker0's, reaches a listener that does not know the cookie), then an allreduce agrees.
+ * The server thread polls the listener, a stop pipe and the connections, blocking: a request
+ * wakes it. A connection that closes or sends garbage is dropped; the server never blocks on
+ * one peer for more than the socket timeout. Every send uses MSG_NOSIGNAL (no SIGPIPE). */
+#include "sharedfp/tcpctr.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { MAX_ADDRS = 8, CONNECT_MS = 3000, HELLO_S = 5 };
+
+struct pario_tcpctr {
+  int rank, nprocs;
+  int64_t *value;    /* rank 0: the counter */
+  uint64_t cookie;
+  int fd;            /* client: the connection; rank 0: the listener (owned by the thread) */
+  int stop[2];       /* rank 0: the thread ends when stop[0] is readable */
+  pthread_t tid;
+  int thread, broken;
+  uint64_t seq;
+  pthread_mutex_t lock; /* one request in flight per process, so replies cannot cross */
+};
+
+/* Exactly n bytes, or -1 (timeout, peer gone, error). */
+static int io_all(int fd, void *buf, size_t n, int out) {
+  char *p = buf;
+  while (n) {
+    ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    p += k, n -= (size_t)k;
+  }
+  return 0;
+}
+
+static void set_timeouts(int fd, int seconds) {
+  struct timeval tv = {seconds, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+static int op_timeout(void) {
+  const char *t = getenv("PARIO_ADDPROC_TIMEOUT");
+  int s = t ? atoi(t) : 0;
+  return s > 0 ? s : 30;
+}
+
+/* ---- rank 0: the server ---- */
+
+typedef struct conn {
+  int fd, known; /* known: said the hello with the cookie */
+} conn;
+
+/* One message from c: a hello (answered, c becomes known) or a request (answered). 0, or -1:
+ * drop c. */
+static int serve_one(pario_tcpctr *s, conn *c) {
+  uint64_t m[2], r[2];
+  if (io_all(c->fd, m, sizeof m, 0)) return -1;
+  if (!c->known) {
+    if (m[0] != s->cookie || m[1] == 0 || m[1] >= (uint64_t)s->nprocs) return -1;
+    c->known = 1;
+    r[0] = m[0], r[1] = m[1];
+  } else {
+    r[0] = (uint64_t)__atomic_fetch_add(s->value, (int64_t)m[0], __ATOMIC_SEQ_CST);
+    r[1] = m[1];
+  }
+  return io_all(c->fd, r, sizeof r, 1);
+}
+
+static void *serve(void *arg) {
+  pario_tcpctr *s = arg;
+  int cap = s->nprocs + 4, n = 0;
+  conn *cs = calloc((size_t)cap, sizeof *cs);
+  struct pollfd *p = calloc((size_t)cap + 2, sizeof *p);
+  while (cs && p) {
+    p[0] = (struct pollfd){.fd = s->stop[0], .events = POLLIN};
+    p[1] = (struct pollfd){.fd = s->fd, .events = POLLIN}; /* -1 once closed: poll skips it */
+    for (int i = 0; i < n; i++) p[2 + i] = (struct pollfd){.fd = cs[i].fd, .events = POLLIN};
+    int k = poll(p, (nfds_t)n + 2, -1);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 || p[0].revents) break;
+    for (int i = n - 1; i >= 0; i--) /* backwards: a dropped one is replaced by the last */
+      if (p[2 + i].revents && serve_one(s, &cs[i])) {
+        close(cs[i].fd);
+        cs[i] = cs[--n];
+      }
+    if (s->fd >= 0 && p[1].revents) {
+      int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
+      if (fd >= 0 && n < cap) {
+        set_timeouts(fd, HELLO_S); /* a silent stranger holds the server this long at most */
+        cs[n++] = (conn){fd, 0};
+      } else if (fd >= 0)
+        close(fd);
+      else if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) { /* EMFILE...: no */
+        close(s->fd); /* busy loop on a listener that stays readable; the ranks still waiting */
+        s->fd = -1;   /* time out, the open agrees on failure and addproc uses MPI messages */
+      }
+    }
+    int known = 0;
+    for (int i = 0; i < n; i++) known += cs[i].known;
+    if (s->fd >= 0 && known == s->nprocs - 1) { /* everyone is here: no more strangers */
+      close(s->fd);
+      s->fd = -1;
+    }
+  }
+  for (int i = 0; i < n; i++) close(cs[i].fd);
+  free(cs);
+  free(p);
+  return NULL;
+}
+
+/* The listener, its port, and this host's IPv4 addresses (network order), loopback last. */
+static int listen_any(int backlog, int *port, uint32_t *addrs, int *naddr) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY), .sin_port = 0};
+  socklen_t len = sizeof a;
+  if (fd < 0) return -1;
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, backlog) || getsockname(fd, (struct sockaddr *)&a, &len)) {
+    close(fd);
+    return -1;
+  }
+  *port = ntohs(a.sin_port);
+  *naddr = 0;
+  struct ifaddrs *ifs = NULL;
+  if (getifaddrs(&ifs) == 0)
+    for (struct ifaddrs *i = ifs; i && *naddr < MAX_ADDRS - 1; i = i->ifa_next)
+      if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) && !(i->ifa_flags & IFF_LOOPBACK))
+        addrs[(*naddr)++] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+  freeifaddrs(ifs);
+  addrs[(*naddr)++] = htonl(INADDR_LOOPBACK);
+  return fd;
+}
+
+/* ---- the other ranks: connect and say hello ---- */
+
+static int connect_one(uint32_t addr, int port, uint64_t cookie, int rank) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = addr, .sin_port = htons((uint16_t)port)};
+  if (fd < 0) return -1;
+  int rc = connect(fd, (struct sockaddr *)&a, sizeof a), err = 0;
+  socklen_t len = sizeof err;
+  if (rc && errno == EINPROGRESS) {
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    rc = poll(&p, 1, CONNECT_MS) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && !err ? 0 : -1;
+  }
+  uint64_t hello[2] = {cookie, (uint64_t)rank}, ack[2] = {0, 0};
+  if (rc == 0 && fcntl(fd, F_SETFL, 0) == 0) {
+    set_timeouts(fd, HELLO_S);
+    if (io_all(fd, hello, sizeof hello, 1) == 0 && io_all(fd, ack, sizeof ack, 0) == 0 && ack[0] == cookie &&
+        ack[1] == (uint64_t)rank) {
+      set_timeouts(fd, op_timeout());
+      return fd;
+    }
+  }
+  close(fd);
+  return -1;
+}
+
+static void stop_server(pario_tcpctr *c) {
+  if (c->thread) {
+    char b = 1;
+    while (write(c->stop[1], &b, 1) < 0 && errno == EINTR) {
+    }
+    pthread_join(c->tid, NULL);
+  }
+  if (c->fd >= 0) close(c->fd); /* the listener, if the thread had not closed it */
+  close(c->stop[0]);
+  close(c->stop[1]);
+}
+
+int pario_tcpctr_open(MPI_Comm comm, int64_t *value, pario_tcpctr **out) {
+  pario_tcpctr *c = calloc(1, sizeof *c);
+  long long v[4 + MAX_ADDRS] = {0}; /* ok, port, cookie, naddr, addresses */
+  int ok = c != NULL, all = 0, rank = 0, nprocs = 1;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &nprocs);
+  if (c) {
+    c->rank = rank, c->nprocs = nprocs, c->value = value, c->fd = -1, c->stop[0] = c->stop[1] = -1;
+    pthread_mutex_init(&c->lock, NULL);
+  }
+  if (rank == 0 && c) {
+    uint32_t addrs[MAX_ADDRS];
+    int port = 0, naddr = 0;
+    if (getrandom(&c->cookie, sizeof c->cookie, 0) != (ssize_t)sizeof c->cookie)
+      c->cookie = (uint64_t)time(NULL) * 6364136223846793005ULL ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)c;
+    ok = (c->fd = listen_any(nprocs, &port, addrs, &naddr)) >= 0 && pipe2(c->stop, O_CLOEXEC) == 0 &&
+         (c->thread = pthread_create(&c->tid, NULL, serve, c) == 0);
+    v[0] = ok, v[1] = port, v[2] = (long long)c->cookie, v[3] = naddr;
+    for (int i = 0; i < naddr; i++) v[4 + i] = addrs[i];
+  }
+  PMPI_Bcast(v, 4 + MAX_ADDRS, MPI_LONG_LONG, 0, comm);
+  if (rank != 0 && c) {
+    c->cookie = (uint64_t)v[2];
+    for (int i = 0; v[0] && i < v[3] && i < MAX_ADDRS && c->fd < 0; i++)
+      c->fd = connect_one((uint32_t)v[4 + i], (int)v[1], c->cookie, rank);
+    ok = v[0] && c->fd >= 0;
+  }
+  PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+  if (all) {
+    *out = c;
+    return 0;
+  }
+  if (c) {
+    if (rank == 0) stop_server(c);
+    else if (c->fd >= 0) close(c->fd);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+  }
+  return ENOTCONN;
+}
+
+int pario_tcpctr_fetch_add(pario_tcpctr *c, int64_t n, int64_t *old) {
+  pthread_mutex_lock(&c->lock);
+  uint64_t m[2] = {(uint64_t)n, ++c->seq}, r[2] = {0, 0};
+  int ok = !c->broken && io_all(c->fd, m, sizeof m, 1) == 0 && io_all(c->fd, r, sizeof r, 0) == 0 && r[1] == m[1];
+  if (!ok) c->broken = 1; /* a late reply would answer the wrong request: no more requests */
+  pthread_mutex_unlock(&c->lock);
+  *old = (int64_t)r[0];
+  return ok ? 0 : EIO;
+}
+
+void pario_tcpctr_close(pario_tcpctr *c) {
+  if (c->rank == 0) stop_server(c);
+  else close(c->fd);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}

@@ -33,7 +33,14 @@ read -r PI32 PI1280 PIVS <<<"${I_PARIO:-250 20 3000}"
 res=$OUT/results.jsonl
 case "${1:-}" in -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 steps=${*:-noncontig viewswitch pipeline}
+for step in $steps; do
+  case $step in noncontig | viewswitch | pipeline) ;;
+  *) echo "collective-sweep.sh: unknown step '$step' (noncontig, viewswitch, pipeline)" >&2; exit 2 ;;
+  esac
+done
 start=$SECONDS
+made_dir=0
+[ -d "$DIR" ] || made_dir=1
 mkdir -p "$DIR" "$OUT"
 genv=()
 for kv in ${LAUNCH_ENV:-}; do genv+=(-genv "${kv%%=*}" "${kv#*=}"); done
@@ -86,8 +93,8 @@ for step in $steps; do
           -H pario_coll_pipeline=$mode -H pario_coll_direct=$mode
       done
     done ;;
-  *) echo "collective-sweep.sh: unknown step '$step' (noncontig, viewswitch, pipeline)" >&2; exit 2 ;;
   esac
 done
-rm -rf "$DIR"
+# pario-bench removes its own test files; the folder goes only if this run made it
+[ "$made_dir" = 1 ] && rmdir "$DIR" 2>/dev/null
 echo "sweep: done in $((SECONDS - start)) s" >&2

@@ -17,16 +17,31 @@
  * poll() and a client in recv(), and the kernel wakes each when its packet arrives, with no
  * polling and no MPI progress. Which transport is rank 0's choice, broadcast at open:
  * PARIO_ADDPROC_TRANSPORT=tcp|mpi on rank 0, else tcp across nodes and MPI on one node; where
- * the TCP channel cannot be made (no IPv4 route to rank 0) the MPI transport serves. */
+ * the TCP channel cannot be made (no IPv4 route to rank 0) the MPI transport serves.
+ *
+ * Ranks that share rank 0's memory need no server at all: rank 0 keeps S in a POSIX
+ * shared-memory segment, and every rank that can map it (rank 0's node, or every rank where
+ * the nodes share one kernel) adds to S there with one CPU atomic, as the server thread does
+ * for the others (map_segment). Only the ranks that cannot map it send requests; where none
+ * is left no transport is set up. PARIO_ADDPROC_TRANSPORT=tcp|mpi (rank 0) forces that
+ * transport on every rank, segment or not.
+ *
+ * The ranks of another node combine their requests (combine.c): those waiting at the same
+ * time travel as one request for their sum, sent by whichever of them takes the node's
+ * lock. PARIO_ADDPROC_COMBINE=0 (rank 0) turns that off. */
 #include "sharedfp/sharedfp.h"
+#include "sharedfp/combine.h"
+#include "sharedfp/shmshare.h"
 #include "sharedfp/tcpctr.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 enum { TAG_REQ = 1, TAG_REP, TAG_STOP };
@@ -36,10 +51,15 @@ typedef struct ap_state {
   int rank, thread;      /* thread: the server runs (rank 0 of a multi-rank file) */
   int nap;               /* several nodes: clients nap while they wait (else they yield) */
   int serve_nap;         /* several nodes and cores shared: the server naps between polls */
-  int64_t value;         /* S, on rank 0 (server and rank 0's own calls add atomically) */
+  int local;             /* this rank adds to *value itself: rank 0, and the ranks mapping its segment */
+  int alone;             /* every rank is local: no transport */
+  int64_t *value;        /* S: in rank 0's segment where there is one, else &own (rank 0 only) */
+  int64_t own;
+  int64_t *seg;          /* the mapping of rank 0's segment {token, S}, or NULL */
   pthread_t tid;
   pthread_mutex_t lock;  /* one request in flight per process, so replies cannot cross */
   pario_tcpctr *tcp;     /* the TCP transport, when rank 0 chose it (else MPI messages) */
+  pario_combiner *comb;  /* this node's combined requests (ranks that send requests), or NULL */
 } ap_state;
 
 static int ap_query(pario_file *f) {
@@ -67,7 +87,7 @@ static void *serve(void *arg) {
         nanosleep(&(struct timespec){0, 100000}, NULL);
     }
     if (rc != MPI_SUCCESS || st.MPI_TAG == TAG_STOP) return NULL;
-    old = __atomic_fetch_add(&s->value, (int64_t)n, __ATOMIC_SEQ_CST);
+    old = __atomic_fetch_add(s->value, (int64_t)n, __ATOMIC_SEQ_CST);
     PMPI_Send(&old, 1, MPI_LONG_LONG, st.MPI_SOURCE, TAG_REP, s->comm);
     last = PMPI_Wtime();
   }
@@ -82,12 +102,43 @@ static void stop(ap_state *s) {
   PMPI_Wait(&r, MPI_STATUS_IGNORE);
 }
 
-/* Rank 0's choice of transport, the same on every rank: 1 TCP, 0 MPI messages. */
-static int want_tcp(pario_file *f) {
-  const char *t = getenv("PARIO_ADDPROC_TRANSPORT");
-  int tcp = t && !strcmp(t, "tcp") ? 1 : t && !strcmp(t, "mpi") ? 0 : f->nodes > 1;
-  PMPI_Bcast(&tcp, 1, MPI_INT, 0, f->comm);
-  return tcp && f->nprocs > 1;
+/* Rank 0's choice, the same on every rank: *tcp 1 for TCP, 0 for MPI messages (for the ranks
+ * that send requests); *seg 1 where ranks that can map rank 0's segment may use it (not when a
+ * transport is forced); *comb 1 where the ranks of a node combine their requests. */
+static void choose(pario_file *f, int *tcp, int *seg, int *comb) {
+  const char *t = getenv("PARIO_ADDPROC_TRANSPORT"), *k = getenv("PARIO_ADDPROC_COMBINE");
+  int forced = t && (!strcmp(t, "tcp") || !strcmp(t, "mpi"));
+  int v[3] = {forced ? !strcmp(t, "tcp") : f->nodes > 1, !forced && f->nprocs > 1, !(k && !strcmp(k, "0"))};
+  PMPI_Bcast(v, 3, MPI_INT, 0, f->comm);
+  *tcp = v[0] && f->nprocs > 1, *seg = v[1], *comb = v[2];
+}
+
+/* Collective: rank 0's segment {token, S} (shmshare.h), mapped by every rank that can. 1 when
+ * every rank maps it. */
+static int map_segment(pario_file *f, ap_state *s, int want) {
+  char name[64];
+  void *p = NULL;
+  snprintf(name, sizeof name, "/pario-sfp-%llx-ap", f->uid);
+  int all = pario_shm_share(f->comm, want && s, name, 2 * sizeof(int64_t), &p);
+  if (s) s->seg = p;
+  else if (p) munmap(p, 2 * sizeof(int64_t));
+  return all;
+}
+
+/* Collective: the ranks of each node that send requests (rank 0 and the ranks mapping its
+ * segment do not) combine them where there are several and their segment maps on each;
+ * elsewhere every rank sends its own. */
+static void combine_node(pario_file *f, ap_state *s) {
+  MPI_Comm node = MPI_COMM_NULL, senders = MPI_COMM_NULL;
+  int sends = s && !s->local, n = 0;
+  if (PMPI_Comm_split_type(f->comm, MPI_COMM_TYPE_SHARED, f->rank, MPI_INFO_NULL, &node) != MPI_SUCCESS) return;
+  int rc = PMPI_Comm_split(node, sends ? 0 : MPI_UNDEFINED, f->rank, &senders);
+  PMPI_Comm_free(&node);
+  if (rc != MPI_SUCCESS || senders == MPI_COMM_NULL) return;
+  PMPI_Comm_size(senders, &n);
+  if (n > 1 && pario_combiner_open(senders, f->uid, &s->comb)) /* collective over senders */
+    pario_log(1, "%s: addproc: the ranks of this node send their requests one by one", f->filename);
+  PMPI_Comm_free(&senders);
 }
 
 static int ap_setup(pario_file *f, void **state) {
@@ -95,20 +146,28 @@ static int ap_setup(pario_file *f, void **state) {
   MPI_Comm comm = MPI_COMM_NULL;
   pario_tcpctr *tcp = NULL;
   int64_t none = 0;
-  int all = 0;
-  if (want_tcp(f) && pario_tcpctr_open(f->comm, s ? &s->value : &none, &tcp)) /* collective */
+  int all = 0, want_tcp, want_seg, want_comb;
+  choose(f, &want_tcp, &want_seg, &want_comb);
+  int alone = map_segment(f, s, want_seg); /* collective */
+  if (s) {
+    s->value = s->seg ? &s->seg[1] : &s->own;
+    s->local = f->rank == 0 || s->seg;
+  }
+  if (!alone && want_tcp && pario_tcpctr_open(f->comm, s ? s->value : &none, &tcp)) /* collective */
     pario_log(1, "%s: addproc: no TCP channel to rank 0; requests travel as MPI messages", f->filename);
   /* collective where there is no channel (then on no rank: the channel's open agreed) */
-  int ok = (tcp || pario_comm_dup_private(f->comm, &comm) == MPI_SUCCESS) && s;
+  int ok = (alone || tcp || pario_comm_dup_private(f->comm, &comm) == MPI_SUCCESS) && s;
   if (ok) {
     s->comm = comm;
     s->tcp = tcp;
     s->rank = f->rank;
+    s->alone = alone;
     s->nap = f->nodes > 1;
     s->serve_nap = s->nap && !pario_wait_spins();
     pthread_mutex_init(&s->lock, NULL);
-    if (!tcp && f->rank == 0 && f->nprocs > 1) ok = s->thread = pthread_create(&s->tid, NULL, serve, s) == 0;
+    if (!alone && !tcp && f->rank == 0 && f->nprocs > 1) ok = s->thread = pthread_create(&s->tid, NULL, serve, s) == 0;
   }
+  if (!alone && want_comb) combine_node(f, s); /* collective */
   PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, f->comm);
   if (all) {
     *state = s;
@@ -117,23 +176,16 @@ static int ap_setup(pario_file *f, void **state) {
   if (s && s->thread) stop(s);
   if (tcp) pario_tcpctr_close(tcp);
   if (comm != MPI_COMM_NULL) PMPI_Comm_free(&comm);
+  if (s && s->seg) munmap(s->seg, 2 * sizeof(int64_t));
+  if (s) pario_combiner_close(s->comb);
   free(s);
   return ENOTSUP; /* the same on every rank: one class for the error select.c reports */
 }
 
-static int ap_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
-  ap_state *s = state;
-  (void)slot; /* always 0 (sharedfp.h) */
-  if (s->rank == 0) {
-    *old = __atomic_fetch_add(&s->value, (int64_t)n, __ATOMIC_SEQ_CST);
-    return 0;
-  }
-  if (s->tcp) {
-    int64_t prev = 0;
-    int e = pario_tcpctr_fetch_add(s->tcp, (int64_t)n, &prev);
-    *old = (MPI_Offset)prev;
-    return e;
-  }
+/* One request to rank 0 (not from rank 0): *old = S, S += n over TCP or MPI messages. */
+static int request(void *arg, int64_t n, int64_t *old) {
+  ap_state *s = arg;
+  if (s->tcp) return pario_tcpctr_fetch_add(s->tcp, n, old);
   long long add = n, prev = 0;
   pthread_mutex_lock(&s->lock);
   MPI_Request r;
@@ -154,18 +206,40 @@ static int ap_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
   return rc == MPI_SUCCESS ? 0 : EIO;
 }
 
+static int ap_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
+  ap_state *s = state;
+  int64_t prev = 0;
+  (void)slot; /* always 0 (sharedfp.h) */
+  if (s->local) { /* rank 0, or a rank mapping its segment: one CPU atomic */
+    *old = __atomic_fetch_add(s->value, (int64_t)n, __ATOMIC_SEQ_CST);
+    return 0;
+  }
+  /* a combiner that never answers is given up a little after a request would have failed */
+  int e = s->comb ? pario_combiner_fetch_add(s->comb, (int64_t)n, &prev, request, s, pario_tcpctr_timeout() + 5)
+                  : request(s, (int64_t)n, &prev);
+  *old = (MPI_Offset)prev;
+  return e;
+}
+
 static void ap_detach(void *state) { /* at close, after every rank's last request */
   ap_state *s = state;
+  pario_combiner_close(s->comb);
   if (s->tcp) pario_tcpctr_close(s->tcp);
   if (s->thread) stop(s);
   if (s->comm != MPI_COMM_NULL) PMPI_Comm_free(&s->comm);
+  if (s->seg) munmap(s->seg, 2 * sizeof(int64_t));
   pthread_mutex_destroy(&s->lock);
   free(s);
 }
 
-/* get_info reports the transport in use: pario_addproc_transport = tcp or mpi. */
+/* get_info reports this rank's path to S: pario_addproc_transport = shm (a rank mapping rank
+ * 0's segment; rank 0 where no rank sends requests), else tcp or mpi (rank 0: what its server
+ * answers). */
 static void ap_get_info(void *state, MPI_Info info) {
-  PMPI_Info_set(info, "pario_addproc_transport", ((ap_state *)state)->tcp ? "tcp" : "mpi");
+  ap_state *s = state;
+  const char *t = s->alone || (s->local && s->rank != 0) ? "shm" : s->tcp ? "tcp" : "mpi";
+  PMPI_Info_set(info, "pario_addproc_transport", t);
+  PMPI_Info_set(info, "pario_addproc_combine", s->comb ? "true" : "false");
 }
 
 const pario_sharedfp_component pario_sharedfp_addproc = {.name = "addproc",

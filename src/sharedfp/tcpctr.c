@@ -8,6 +8,9 @@
  * one peer for more than the socket timeout. Every send uses MSG_NOSIGNAL (no SIGPIPE). */
 #include "sharedfp/tcpctr.h"
 
+#include "core/comm.h"
+#include "core/common.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { MAX_ADDRS = 8, CONNECT_MS = 3000, HELLO_S = 5 };
+enum { MAX_ADDRS = 8, CONNECT_MS = 3000, HELLO_S = 5, SPIN_NS = 100 * 1000 };
 
 struct pario_tcpctr {
   int rank, nprocs;
@@ -58,7 +61,19 @@ static void set_timeouts(int fd, int seconds) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-static int op_timeout(void) {
+/* On dedicated cores (pario_wait_spins: every rank of the node has a core, which the node's
+ * load confirms) poll without sleeping for up to SPIN_NS: a round trip across nodes takes tens
+ * of microseconds, and a thread that sleeps in poll or recv adds a wake-up on each side to
+ * every one. Where ranks share cores the thread that must answer needs the core: no spin.
+ * poll's result (0: nothing yet, sleep in poll or recv now). */
+static int spin_poll(struct pollfd *p, nfds_t n) {
+  int k = 0;
+  if (pario_wait_spins())
+    for (long t0 = pario_mono_ns(); !(k = poll(p, n, 0)) && pario_mono_ns() - t0 < SPIN_NS;) pario_cpu_relax();
+  return k;
+}
+
+int pario_tcpctr_timeout(void) {
   const char *t = getenv("PARIO_ADDPROC_TIMEOUT");
   int s = t ? atoi(t) : 0;
   return s > 0 ? s : 30;
@@ -95,7 +110,8 @@ static void *serve(void *arg) {
     p[0] = (struct pollfd){.fd = s->stop[0], .events = POLLIN};
     p[1] = (struct pollfd){.fd = s->fd, .events = POLLIN}; /* -1 once closed: poll skips it */
     for (int i = 0; i < n; i++) p[2 + i] = (struct pollfd){.fd = cs[i].fd, .events = POLLIN};
-    int k = poll(p, (nfds_t)n + 2, -1);
+    int k = spin_poll(p, (nfds_t)n + 2);
+    if (!k) k = poll(p, (nfds_t)n + 2, -1);
     if (k < 0 && errno == EINTR) continue;
     if (k < 0 || p[0].revents) break;
     for (int i = n - 1; i >= 0; i--) /* backwards: a dropped one is replaced by the last */
@@ -167,7 +183,7 @@ static int connect_one(uint32_t addr, int port, uint64_t cookie, int rank) {
     set_timeouts(fd, HELLO_S);
     if (io_all(fd, hello, sizeof hello, 1) == 0 && io_all(fd, ack, sizeof ack, 0) == 0 && ack[0] == cookie &&
         ack[1] == (uint64_t)rank) {
-      set_timeouts(fd, op_timeout());
+      set_timeouts(fd, pario_tcpctr_timeout());
       return fd;
     }
   }
@@ -231,7 +247,9 @@ int pario_tcpctr_open(MPI_Comm comm, int64_t *value, pario_tcpctr **out) {
 int pario_tcpctr_fetch_add(pario_tcpctr *c, int64_t n, int64_t *old) {
   pthread_mutex_lock(&c->lock);
   uint64_t m[2] = {(uint64_t)n, ++c->seq}, r[2] = {0, 0};
-  int ok = !c->broken && io_all(c->fd, m, sizeof m, 1) == 0 && io_all(c->fd, r, sizeof r, 0) == 0 && r[1] == m[1];
+  int ok = !c->broken && io_all(c->fd, m, sizeof m, 1) == 0;
+  if (ok) spin_poll(&(struct pollfd){.fd = c->fd, .events = POLLIN}, 1); /* then recv, with its timeout */
+  ok = ok && io_all(c->fd, r, sizeof r, 0) == 0 && r[1] == m[1];
   if (!ok) c->broken = 1; /* a late reply would answer the wrong request: no more requests */
   pthread_mutex_unlock(&c->lock);
   *old = (int64_t)r[0];

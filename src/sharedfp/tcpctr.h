@@ -18,6 +18,8 @@ int pario_tcpctr_open(MPI_Comm comm, int64_t *value, pario_tcpctr **out);
 /* Not on rank 0: *old = S, S += n. 0, or EIO when the server is gone or silent past the
  * timeout (PARIO_ADDPROC_TIMEOUT seconds, default 30); the channel stays failed after. */
 int pario_tcpctr_fetch_add(pario_tcpctr *c, int64_t n, int64_t *old);
+/* Seconds a client waits for the server before its update fails: PARIO_ADDPROC_TIMEOUT, 30. */
+int pario_tcpctr_timeout(void);
 /* Collective teardown (after every rank's last update): connections closed, thread joined. */
 void pario_tcpctr_close(pario_tcpctr *c);
 

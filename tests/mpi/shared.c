@@ -66,9 +66,16 @@ static void stress(const char *comp, int total) {
   MPI_Info_get(used, "pario_sharedfp", 63, v, &flag);
   CHECK(!strcmp(v, strcmp(comp, "auto") ? comp : auto_comp), "get_info pario_sharedfp=%s", v);
   const char *tr = getenv("PARIO_ADDPROC_TRANSPORT"); /* the transport asked for is the one used */
-  if (tr && !strcmp(v, "addproc") && np > 1)
+  if (tr && !strcmp(v, "addproc") && np > 1) {
     CHECK(pario_info_str(fh, "pario_addproc_transport", v, sizeof v) && !strcmp(v, tr),
           "get_info pario_addproc_transport=%s, want %s", v, tr);
+    /* with a transport forced the ranks other than 0 send requests: where there are several
+     * they combine them (one node), unless PARIO_ADDPROC_COMBINE=0 */
+    const char *k = getenv("PARIO_ADDPROC_COMBINE");
+    const char *want = strcmp(tr, "shm") && rank != 0 && np > 2 && !(k && !strcmp(k, "0")) ? "true" : "false";
+    CHECK(pario_info_str(fh, "pario_addproc_combine", v, sizeof v) && !strcmp(v, want),
+          "get_info pario_addproc_combine=%s, want %s", v, want);
+  }
   MPI_Info_free(&used);
   if (rank == 0) { /* every record present exactly once, intact */
     rec *all = malloc(sizeof(rec) * (size_t)total);

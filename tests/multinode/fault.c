@@ -100,10 +100,17 @@ int main(int argc, char **argv) {
   die_on(MPI_Barrier(MPI_COMM_WORLD), 0, "MPI_Barrier");
   die_on(MPI_File_read_at(fh, at, r, B, MPI_BYTE, MPI_STATUS_IGNORE), 0, "MPI_File_read_at");
   CHECK(!memcmp(r, w, B), "phase 1 read back differs from what rank %d wrote", rank);
-  char tr[16];
-  if (shared && pario_serves()) /* the channel under test: addproc over TCP */
-    CHECK(pario_info_str(fh, "pario_addproc_transport", tr, sizeof tr) && !strcmp(tr, "tcp"),
-          "rank %d: pario_addproc_transport=%s, want tcp", rank, tr);
+  char tr[16], host[MPI_MAX_PROCESSOR_NAME] = "", host0[MPI_MAX_PROCESSOR_NAME] = "";
+  int hl = 0;
+  MPI_Get_processor_name(host, &hl);
+  memcpy(host0, host, sizeof host);
+  MPI_Bcast(host0, (int)sizeof host0, MPI_CHAR, 0, MPI_COMM_WORLD);
+  /* the channel under test: addproc over TCP (rank 0's server, the ranks of other nodes); the
+   * other ranks of rank 0's node add in its shared segment */
+  const char *want = rank != 0 && !strcmp(host, host0) ? "shm" : "tcp";
+  if (shared && pario_serves())
+    CHECK(pario_info_str(fh, "pario_addproc_transport", tr, sizeof tr) && !strcmp(tr, want),
+          "rank %d: pario_addproc_transport=%s, want %s", rank, tr, want);
   int fails = 0;
   MPI_Allreduce(&t_fail, &fails, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) {

@@ -380,6 +380,19 @@ static void records(const char *hint, const char *comp, int amode, int per) {
     }
   }
   CHECK(!strcmp(sharedfp_used(fh), comp), "%s: get_info pario_sharedfp=%s, want %s", what, sharedfp_used(fh), comp);
+  if (!strcmp(comp, "addproc")) { /* rank 0's node maps its segment, the others ask over TCP */
+    int remote = 0;
+    for (int r = 0; r < np; r++) remote |= ns_mode && node_of[r] != node_of[0];
+    const char *want = rank == 0 ? (remote ? "tcp" : "shm") : ns_mode && node_of[rank] != node_of[0] ? "tcp" : "shm";
+    char tr[16] = "";
+    CHECK(pario_info_str(fh, "pario_addproc_transport", tr, sizeof tr) && !strcmp(tr, want),
+          "%s: rank %d: pario_addproc_transport=%s, want %s", what, rank, tr, want);
+    int mates = 0; /* the other ranks of this rank's node: they combine their requests if they send */
+    for (int r = 0; r < np; r++) mates += r != rank && node_of[r] == node_of[rank];
+    const char *comb = !strcmp(want, "tcp") && rank != 0 && mates ? "true" : "false";
+    CHECK(pario_info_str(fh, "pario_addproc_combine", tr, sizeof tr) && !strcmp(tr, comb),
+          "%s: rank %d: pario_addproc_combine=%s, want %s", what, rank, tr, comb);
+  }
   MPI_File_sync(fh); /* individual places the kept records here */
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_File_sync(fh);

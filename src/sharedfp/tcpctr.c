@@ -136,22 +136,26 @@ static void *serve(void *arg) {
       if (p[2 + i].revents && serve_one(s, &cs[i], have)) drop(cs, &n, i);
       else ranks += cs[i].known - was;
     }
-    if (s->fd >= 0 && p[1].revents) {
+    /* A few connections a wake (the listener does not block): a storm of them drains the
+     * backlog fast, so a rank's SYN is not dropped, yet one wake takes too few to push out a
+     * rank accepted in it before its hello is read. */
+    for (int a = 0; s->fd >= 0 && p[1].revents && a < MAX_STRANGERS / 2; a++) {
       int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
-      if (fd >= 0) {
-        int old = -1, strangers = 0;
-        for (int i = 0; i < n; i++) {
-          if (cs[i].known) continue;
-          strangers++;
-          if (old < 0 || cs[i].deadline < cs[old].deadline) old = i;
-        }
-        if (strangers >= MAX_STRANGERS) drop(cs, &n, old); /* full: the oldest unknown peer goes */
-        set_timeouts(fd, HELLO_S); /* bounds the blocking send of a reply */
-        cs[n++] = (conn){.fd = fd, .deadline = now_ms() + HELLO_S * 1000};
-      } else if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) { /* EMFILE...: no */
-        close(s->fd); /* busy loop on a listener that stays readable; the ranks still waiting */
-        s->fd = -1;   /* time out, the open agrees on failure and addproc uses MPI messages */
+      if (fd < 0 && (errno == EINTR || errno == ECONNABORTED)) continue;
+      if (fd < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { /* EMFILE...: no busy loop on a */
+        close(s->fd); /* listener that stays readable; the ranks still waiting time out, the */
+        s->fd = -1;   /* open agrees on failure and addproc uses MPI messages */
       }
+      if (fd < 0) break;
+      int old = -1, strangers = 0;
+      for (int i = 0; i < n; i++) {
+        if (cs[i].known) continue;
+        strangers++;
+        if (old < 0 || cs[i].deadline < cs[old].deadline) old = i;
+      }
+      if (strangers >= MAX_STRANGERS) drop(cs, &n, old); /* full: the oldest unknown peer goes */
+      set_timeouts(fd, HELLO_S); /* bounds the blocking send of a reply */
+      cs[n++] = (conn){.fd = fd, .deadline = now_ms() + HELLO_S * 1000};
     }
     if (s->fd >= 0 && ranks == s->nprocs - 1) { /* everyone is here: no more strangers */
       close(s->fd);
@@ -169,7 +173,7 @@ static void *serve(void *arg) {
 
 /* The listener, its port, and this host's IPv4 addresses (network order), loopback last. */
 static int listen_any(int backlog, int *port, uint32_t *addrs, int *naddr) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY), .sin_port = 0};
   socklen_t len = sizeof a;
   if (fd < 0) return -1;

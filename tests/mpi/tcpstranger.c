@@ -162,6 +162,16 @@ static void attack(const char *opened) {
     if (made < MAX_STRANGERS * 2) FAIL("only %d connections made: not a flood", made);
     if (open > MAX_STRANGERS) FAIL("the server holds %d strangers, more than %d", open, MAX_STRANGERS);
     expect_dropped(fd, FLOOD, t0, HELLO_MS + SLACK_MS + 2000, "flood");
+  } else if (!strcmp(mode, "storm")) { /* connections without pause until the open is over */
+    int made = 0, next = 0;
+    for (int i = 0; i < 64; i++) fd[i] = -1;
+    while (access(opened, F_OK) && now_ms() - t0 < 30000) {
+      if (fd[next] >= 0) close(fd[next]); /* keeps 64 at most on this side */
+      made += (fd[next] = dial()) >= 0;
+      next = (next + 1) % 64;
+    }
+    printf("tcpstranger storm: %d connections in %lld ms\n", made, now_ms() - t0);
+    expect_dropped(fd, 64, now_ms(), SLACK_MS, "storm");
   } else if (!strcmp(mode, "insider")) { /* has the cookie: says rank 1's hello before rank 1 */
     uint64_t h[2] = {cookie, 1}, ack[2] = {0, 0}, m[2] = {1ULL << 50, 1};
     fd[0] = dial();
@@ -213,7 +223,7 @@ int main(int argc, char **argv) {
   if (argc != 5 || !strcmp(argv[1], "--help")) {
     fprintf(argc == 2 ? stdout : stderr,
             "usage: tcpstranger MODE PORTFILE OPENED DONE\n"
-            "  MODE: silent half slowloris badcookie guess nohello flood insider late\n"
+            "  MODE: silent half slowloris badcookie guess nohello flood storm insider late\n"
             "  waits for PORTFILE (\"PORT COOKIE\", PARIO_TEST_TCPCTR_PORTFILE), attacks 127.0.0.1:PORT\n"
             "  (late: once OPENED exists), checks the server's answers, then creates DONE.\n");
     return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;

@@ -1,8 +1,10 @@
 /* The TCP counter channel (tcpctr.h). Open: rank 0 listens on every IPv4 address (port chosen
  * by the kernel) and broadcasts its port, its addresses (non-loopback first, 127.0.0.1 last)
- * and a random cookie; each other rank connects to the first address whose listener answers
- * the hello {cookie, rank} with {cookie, rank} (an address that is also some other host's,
- * like docker0's, reaches a listener that does not know the cookie), then an allreduce agrees.
+ * and two random words, the cookie and the answer; each other rank connects to the first
+ * address whose listener answers the hello {cookie, rank} with {answer, rank}, then an
+ * allreduce agrees. An address that is also some other host's, like docker0's, reaches a
+ * listener that does not know the cookie: one that echoes the hello (or anything else) is not
+ * rank 0, since the answer never crosses the network before the real rank 0 sends it.
  * The server thread polls the listener, a stop pipe and the connections, blocking: a request
  * wakes it. A connection that closes or sends garbage is dropped; the server never waits on a
  * peer that stalls (strangers: below, serve_one). Every send uses MSG_NOSIGNAL (no SIGPIPE). */
@@ -30,7 +32,7 @@ enum { MAX_ADDRS = 8, CONNECT_MS = 3000, HELLO_S = 5, MAX_STRANGERS = 16 };
 struct pario_tcpctr {
   int rank, nprocs;
   int64_t *value;    /* rank 0: the counter */
-  uint64_t cookie;
+  uint64_t cookie, answer; /* the hello's word, and rank 0's reply to it */
   int fd;            /* client: the connection; rank 0: the listener (owned by the thread) */
   int stop[2];       /* rank 0: the thread ends when stop[0] is readable */
   pthread_t tid;
@@ -101,7 +103,7 @@ static int serve_one(pario_tcpctr *s, conn *c, char *have) {
     uint64_t rank = c->m[1];
     if (c->m[0] != s->cookie || rank == 0 || rank >= (uint64_t)s->nprocs || have[rank]) return -1;
     c->known = have[rank] = 1;
-    r[0] = c->m[0], r[1] = rank;
+    r[0] = s->answer, r[1] = rank;
   } else {
     r[0] = (uint64_t)__atomic_fetch_add(s->value, (int64_t)c->m[0], __ATOMIC_SEQ_CST);
     r[1] = c->m[1];
@@ -171,10 +173,11 @@ static void *serve(void *arg) {
   return NULL;
 }
 
-/* The listener, its port, and this host's IPv4 addresses (network order), loopback last. */
-static int listen_any(int backlog, int *port, uint32_t *addrs, int *naddr) {
+/* The listener (on bind_addr: every address, or a test's loopback), its port, and this host's
+ * IPv4 addresses (network order), loopback last. */
+static int listen_any(uint32_t bind_addr, int backlog, int *port, uint32_t *addrs, int *naddr) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY), .sin_port = 0};
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = bind_addr, .sin_port = 0};
   socklen_t len = sizeof a;
   if (fd < 0) return -1;
   if (bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, backlog) || getsockname(fd, (struct sockaddr *)&a, &len)) {
@@ -195,7 +198,7 @@ static int listen_any(int backlog, int *port, uint32_t *addrs, int *naddr) {
 
 /* ---- the other ranks: connect and say hello ---- */
 
-static int connect_one(uint32_t addr, int port, uint64_t cookie, int rank) {
+static int connect_one(uint32_t addr, int port, uint64_t cookie, uint64_t answer, int rank) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = addr, .sin_port = htons((uint16_t)port)};
   if (fd < 0) return -1;
@@ -208,7 +211,7 @@ static int connect_one(uint32_t addr, int port, uint64_t cookie, int rank) {
   uint64_t hello[2] = {cookie, (uint64_t)rank}, ack[2] = {0, 0};
   if (rc == 0 && fcntl(fd, F_SETFL, 0) == 0) {
     set_timeouts(fd, HELLO_S);
-    if (io_all(fd, hello, sizeof hello, 1) == 0 && io_all(fd, ack, sizeof ack, 0) == 0 && ack[0] == cookie &&
+    if (io_all(fd, hello, sizeof hello, 1) == 0 && io_all(fd, ack, sizeof ack, 0) == 0 && ack[0] == answer &&
         ack[1] == (uint64_t)rank) {
       set_timeouts(fd, op_timeout());
       return fd;
@@ -222,7 +225,16 @@ static int connect_one(uint32_t addr, int port, uint64_t cookie, int rank) {
  * PARIO_TEST_TCPCTR_PORTFILE=PATH: once listening, rank 0 writes "PORT COOKIE\n" (the cookie in
  * hex, so a test can also play an insider) to PATH (whole: a temporary file renamed);
  * PARIO_TEST_TCPCTR_HOLD_MS=N: then it waits N ms before the other ranks connect, the window in
- * which a test's strangers reach the listener first. */
+ * which a test's strangers reach the listener first;
+ * PARIO_TEST_TCPCTR_DECOY=IP (a loopback address but 127.0.0.1): rank 0 listens on 127.0.0.1
+ * only and names IP first, as if one of its addresses were also another host's, where a test's
+ * impostor listens on the same port. test_decoy: IP, or 0. */
+static uint32_t test_decoy(void) {
+  const char *d = getenv("PARIO_TEST_TCPCTR_DECOY");
+  struct in_addr a;
+  return d && inet_pton(AF_INET, d, &a) == 1 && a.s_addr != htonl(INADDR_LOOPBACK) ? a.s_addr : 0;
+}
+
 static void test_hooks(int port, uint64_t cookie) {
   const char *file = getenv("PARIO_TEST_TCPCTR_PORTFILE"), *hold = getenv("PARIO_TEST_TCPCTR_HOLD_MS");
   char tmp[4096];
@@ -255,7 +267,7 @@ static void stop_server(pario_tcpctr *c) {
 
 int pario_tcpctr_open(MPI_Comm comm, int64_t *value, pario_tcpctr **out) {
   pario_tcpctr *c = calloc(1, sizeof *c);
-  long long v[4 + MAX_ADDRS] = {0}; /* ok, port, cookie, naddr, addresses */
+  long long v[5 + MAX_ADDRS] = {0}; /* ok, port, cookie, answer, naddr, addresses */
   int ok = c != NULL, all = 0, rank = 0, nprocs = 1;
   int64_t initial = 0;
   PMPI_Comm_rank(comm, &rank);
@@ -267,20 +279,30 @@ int pario_tcpctr_open(MPI_Comm comm, int64_t *value, pario_tcpctr **out) {
   if (rank == 0 && c) {
     uint32_t addrs[MAX_ADDRS];
     int port = 0, naddr = 0;
-    if (getrandom(&c->cookie, sizeof c->cookie, 0) != (ssize_t)sizeof c->cookie)
-      c->cookie = (uint64_t)time(NULL) * 6364136223846793005ULL ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)c;
+    uint64_t w[2];
+    if (getrandom(w, sizeof w, 0) != (ssize_t)sizeof w) { /* no entropy source: weaker words */
+      w[0] = (uint64_t)time(NULL) * 6364136223846793005ULL ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)c;
+      w[1] = (w[0] ^ (uint64_t)clock()) * 0x9e3779b97f4a7c15ULL + (uint64_t)(uintptr_t)&w;
+    }
+    c->cookie = w[0], c->answer = w[1];
     initial = *value;
-    ok = (c->fd = listen_any(nprocs + MAX_STRANGERS, &port, addrs, &naddr)) >= 0 && pipe2(c->stop, O_CLOEXEC) == 0 &&
-         (c->thread = pthread_create(&c->tid, NULL, serve, c) == 0);
+    uint32_t decoy = test_decoy();
+    ok = (c->fd = listen_any(htonl(decoy ? INADDR_LOOPBACK : INADDR_ANY), nprocs + MAX_STRANGERS, &port, addrs, &naddr)) >= 0 &&
+         pipe2(c->stop, O_CLOEXEC) == 0 && (c->thread = pthread_create(&c->tid, NULL, serve, c) == 0);
+    if (decoy) { /* first; the last non-loopback address goes where the list is full */
+      if (naddr == MAX_ADDRS) addrs[MAX_ADDRS - 2] = addrs[MAX_ADDRS - 1], naddr--;
+      memmove(addrs + 1, addrs, sizeof *addrs * (size_t)naddr++);
+      addrs[0] = decoy;
+    }
     if (ok) test_hooks(port, c->cookie);
-    v[0] = ok, v[1] = port, v[2] = (long long)c->cookie, v[3] = naddr;
-    for (int i = 0; i < naddr; i++) v[4 + i] = addrs[i];
+    v[0] = ok, v[1] = port, v[2] = (long long)c->cookie, v[3] = (long long)c->answer, v[4] = naddr;
+    for (int i = 0; i < naddr; i++) v[5 + i] = addrs[i];
   }
-  PMPI_Bcast(v, 4 + MAX_ADDRS, MPI_LONG_LONG, 0, comm);
+  PMPI_Bcast(v, 5 + MAX_ADDRS, MPI_LONG_LONG, 0, comm);
   if (rank != 0 && c) {
-    c->cookie = (uint64_t)v[2];
-    for (int i = 0; v[0] && i < v[3] && i < MAX_ADDRS && c->fd < 0; i++)
-      c->fd = connect_one((uint32_t)v[4 + i], (int)v[1], c->cookie, rank);
+    c->cookie = (uint64_t)v[2], c->answer = (uint64_t)v[3];
+    for (int i = 0; v[0] && i < v[4] && i < MAX_ADDRS && c->fd < 0; i++)
+      c->fd = connect_one((uint32_t)v[5 + i], (int)v[1], c->cookie, c->answer, rank);
     ok = v[0] && c->fd >= 0;
   }
   PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);

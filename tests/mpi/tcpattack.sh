@@ -2,7 +2,8 @@
 # A stranger attacks addproc's TCP counter listener while an MPI program uses it: starts
 # tests/mpi/tcpstranger.c in MODE, then tests/mpi/tcpattack.c under pario with addproc over TCP
 # (PARIO_ADDPROC_TRANSPORT=tcp) and rank 0 holding its open HOLD_MS after listening
-# (PARIO_TEST_TCPCTR_PORTFILE, PARIO_TEST_TCPCTR_HOLD_MS: src/sharedfp/tcpctr.c). Both must pass:
+# (PARIO_TEST_TCPCTR_PORTFILE, PARIO_TEST_TCPCTR_HOLD_MS, and for impostor
+# PARIO_TEST_TCPCTR_DECOY: src/sharedfp/tcpctr.c). Both must pass:
 # the stranger checks the server's answers to it, the MPI program its records, transport and times.
 # usage: tcpattack.sh LAUNCHER... -- NP LIBPARIO PROGRAM STRANGER MODE EXPECT HOLD_MS DIR
 #   LAUNCHER...  the MPI test launcher (scripts/mpirun.sh FLAVOUR), before "--"
@@ -30,7 +31,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 "$stranger" "$mode" "$base.port" "$base.opened" "$base.done" &
 spid=$!
-PARIO_ADDPROC_TRANSPORT=tcp PARIO_TEST_TCPCTR_PORTFILE=$base.port PARIO_TEST_TCPCTR_HOLD_MS=$hold \
+# impostor: rank 0 names 127.0.0.2, where the stranger listens, before its own address.
+decoy=
+[ "$mode" = impostor ] && decoy=127.0.0.2
+PARIO_TEST_TCPCTR_DECOY=$decoy PARIO_ADDPROC_TRANSPORT=tcp PARIO_TEST_TCPCTR_PORTFILE=$base.port PARIO_TEST_TCPCTR_HOLD_MS=$hold \
   "${launcher[@]}" "$np" --pario "$lib" "$prog" "$expect" "$hold" "$base.opened" "$base.done"
 mpi=$?
 if [ $mpi != 0 ] && [ ! -e "$base.done" ]; then kill "$spid" 2>/dev/null; fi

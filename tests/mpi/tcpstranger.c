@@ -108,6 +108,42 @@ static int dial_all(int *fd, int n) {
   return ok;
 }
 
+/* An impostor on the address rank 0 names first (PARIO_TEST_TCPCTR_DECOY=127.0.0.2, as if
+ * that address were also another host's): it learns the cookie from each rank's hello and
+ * echoes the hello back, as rank 0 once did. A rank must not take the echo for rank 0's answer:
+ * it must close the connection and send nothing more. */
+static void impostor(const char *opened) {
+  int l = socket(AF_INET, SOCK_STREAM, 0), one = 1, hellos = 0, learned = 0;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  inet_pton(AF_INET, "127.0.0.2", &a.sin_addr);
+  setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 16)) {
+    FAIL("cannot listen on 127.0.0.2:%d: %s", port, strerror(errno));
+    return;
+  }
+  for (long long t0 = now_ms(); access(opened, F_OK) && now_ms() - t0 < 30000;) {
+    struct pollfd p = {.fd = l, .events = POLLIN};
+    int fd = poll(&p, 1, 20) == 1 ? accept(l, NULL, NULL) : -1;
+    uint64_t h[2];
+    struct timeval tv = {2, 0};
+    if (fd < 0) continue;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (recv(fd, h, sizeof h, MSG_WAITALL) == (ssize_t)sizeof h) {
+      hellos++;
+      learned += h[0] == cookie;
+      say(fd, h, sizeof h);
+      long bytes = 0;
+      long long at = closed_within(fd, SLACK_MS, &bytes);
+      if (bytes) FAIL("rank %llu sent %ld bytes after the impostor's echo: it took the impostor for rank 0", (unsigned long long)h[1], bytes);
+      else if (at < 0) FAIL("rank %llu kept its connection to the impostor", (unsigned long long)h[1]);
+    }
+    close(fd);
+  }
+  close(l);
+  printf("tcpstranger impostor: %d hellos, %d with the cookie, none trusted the echo\n", hellos, learned);
+  if (!hellos) FAIL("no rank came to the impostor's address first");
+}
+
 static void attack(const char *opened) {
   int fd[FLOOD];
   long long t0 = now_ms();
@@ -172,12 +208,16 @@ static void attack(const char *opened) {
     }
     printf("tcpstranger storm: %d connections in %lld ms\n", made, now_ms() - t0);
     expect_dropped(fd, 64, now_ms(), SLACK_MS, "storm");
-  } else if (!strcmp(mode, "insider")) { /* has the cookie: says rank 1's hello before rank 1 */
+  } else if (!strcmp(mode, "impostor")) { /* listens where the ranks look for rank 0 first */
+    impostor(opened);
+  } else if (!strcmp(mode, "insider")) { /* has the cookie (seen in a hello): rank 1's hello first */
     uint64_t h[2] = {cookie, 1}, ack[2] = {0, 0}, m[2] = {1ULL << 50, 1};
     fd[0] = dial();
     say(fd[0], h, sizeof h);
-    if (fd[0] < 0 || recv(fd[0], ack, sizeof ack, MSG_WAITALL) != (ssize_t)sizeof ack || ack[0] != cookie || ack[1] != 1)
+    if (fd[0] < 0 || recv(fd[0], ack, sizeof ack, MSG_WAITALL) != (ssize_t)sizeof ack || ack[1] != 1)
       FAIL("a hello with the cookie was not answered");
+    else if (ack[0] == cookie)
+      FAIL("rank 0 answered the hello with the cookie: an impostor could too");
     say(fd[0], m, sizeof m); /* served (it has the cookie); undone when the open falls back */
     fd[1] = dial();          /* a second hello for rank 1: refused */
     if (fd[1] >= 0) {
@@ -223,7 +263,7 @@ int main(int argc, char **argv) {
   if (argc != 5 || !strcmp(argv[1], "--help")) {
     fprintf(argc == 2 ? stdout : stderr,
             "usage: tcpstranger MODE PORTFILE OPENED DONE\n"
-            "  MODE: silent half slowloris badcookie guess nohello flood storm insider late\n"
+            "  MODE: silent half slowloris badcookie guess nohello flood storm impostor insider late\n"
             "  waits for PORTFILE (\"PORT COOKIE\", PARIO_TEST_TCPCTR_PORTFILE), attacks 127.0.0.1:PORT\n"
             "  (late: once OPENED exists), checks the server's answers, then creates DONE.\n");
     return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;

@@ -102,12 +102,13 @@ static int serve_one(pario_tcpctr *s, conn *c, char *have) {
   if (!c->known) {
     uint64_t rank = c->m[1];
     if (c->m[0] != s->cookie || rank == 0 || rank >= (uint64_t)s->nprocs || have[rank]) return -1;
-    c->known = have[rank] = 1;
     r[0] = s->answer, r[1] = rank;
-  } else {
-    r[0] = (uint64_t)__atomic_fetch_add(s->value, (int64_t)c->m[0], __ATOMIC_SEQ_CST);
-    r[1] = c->m[1];
+    if (io_all(c->fd, r, sizeof r, 1)) return -1; /* the rank may still say it on another address */
+    c->known = have[rank] = 1;
+    return 0;
   }
+  r[0] = (uint64_t)__atomic_fetch_add(s->value, (int64_t)c->m[0], __ATOMIC_SEQ_CST);
+  r[1] = c->m[1];
   return io_all(c->fd, r, sizeof r, 1);
 }
 

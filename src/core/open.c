@@ -243,7 +243,8 @@ int pario_close(pario_file *f) {
     if (e == ENOENT) e = 0; /* already gone, as asked (ROMIO ignores it too) */
     if (e && code == MPI_SUCCESS) code = drv_err(op, f->filename, e, why, "delete on close failed");
   }
-  if (f->amode & MPI_MODE_DELETE_ON_CLOSE) PMPI_Barrier(f->comm); /* gone for everyone on return */
+  if ((f->amode & MPI_MODE_DELETE_ON_CLOSE) && !pario_wait_stuck_ms()) /* gone for everyone on return */
+    PMPI_Barrier(f->comm);
   /* The file's own errhandler sees a failed close, while its handle is still valid. */
   code = pario_file_error(pario_handle(f), code);
   pario_registry_remove(f);

@@ -8,12 +8,13 @@
  * aggregated write_at_all (romio_cb_write enable, a 4 KiB buffer).
  * With the timeout off, phase 2 succeeds on every rank and its bytes read back.
  * With it on (LATE > SECONDS): the ranks on time return MPI_ERR_OTHER, naming the call, the
- * file and pario_timeout, within SECONDS + 3 s (a loaded machine), not before SECONDS; the late rank, which
- * finds the others gone, returns the same error SECONDS after its own call began (its first
- * messages meet the others' pending ones, the next never come); a second write_at_all and
- * a set_view return the error at once (no new communication); close returns within 2 s; the
- * file holds phase 1's bytes and none of phase 2's (checked with POSIX reads, as pario's
- * collective calls stay refused in this process). */
+ * file and pario_timeout, within SECONDS + 3 s (a loaded machine), not before SECONDS; the
+ * late rank, which finds the others gone, returns the same error SECONDS after its own call
+ * began (its first messages meet the others' pending ones, the next never come); a second
+ * write_at_all, a set_view and a sync return MPI_ERR_OTHER at once (no new communication);
+ * close returns the same error within 2 s; the file holds phase 1's bytes and none of phase
+ * 2's (checked with POSIX reads, as pario's collective calls stay refused in this process).
+ * MPI_Finalize then returns (every rank reaches it; both MPIs). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdlib.h>
@@ -100,11 +101,14 @@ int main(int argc, char **argv) {
     t0 = MPI_Wtime(); /* the file refuses collective calls at once from now on */
     rc = MPI_File_write_at_all(fh, at2, w, B, MPI_BYTE, MPI_STATUS_IGNORE);
     int rc2 = MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+    int rc3 = MPI_File_sync(fh);
     dt = MPI_Wtime() - t0;
     CHECK(timed_out(rc, "MPI_File_write_at_all", path), "rank %d: a second write_at_all: %s", rank,
           rc == MPI_SUCCESS ? "success" : err_text(rc));
     CHECK(err_class(rc2) == MPI_ERR_OTHER, "rank %d: set_view after the timeout: %s", rank,
           rc2 == MPI_SUCCESS ? "success" : err_text(rc2));
+    CHECK(err_class(rc3) == MPI_ERR_OTHER, "rank %d: sync after the timeout: %s", rank,
+          rc3 == MPI_SUCCESS ? "success" : err_text(rc3));
     CHECK(dt < 0.5, "rank %d: the calls after the timeout took %.2f s", rank, dt);
     t0 = MPI_Wtime();
     rc = MPI_File_close(&fh);

@@ -176,13 +176,19 @@ int pario_allreduce_max(void *in, void *out, int n, MPI_Datatype type, MPI_Comm 
   return allreduce_polite(in, out, n, type, MPI_MAX, comm, 0);
 }
 
+/* MPI_Comm_idup and a polite wait, so that pario_timeout bounds it too (open, a file's first
+ * collective call of each kind), into a handle on the heap: after a wait that gave up, MPI may
+ * still write it, so it is left allocated. */
 int pario_comm_dup_private(MPI_Comm comm, MPI_Comm *out) {
   *out = MPI_COMM_NULL;
-  int rc = PMPI_Comm_dup(comm, out);
-  if (rc != MPI_SUCCESS) {
-    *out = MPI_COMM_NULL;
-    return rc;
-  }
+  MPI_Comm *dup = malloc(sizeof *dup);
+  MPI_Request r;
+  int rc = dup ? PMPI_Comm_idup(comm, dup, &r) : MPI_ERR_NO_MEM;
+  if (rc == MPI_SUCCESS) rc = pario_wait_stuck_ms() ? MPI_ERR_OTHER : wait_polite(1, &r, MPI_STATUS_IGNORE, 1);
+  if (rc != MPI_SUCCESS && pario_wait_stuck_ms()) return MPI_ERR_OTHER; /* dup stays: r may be pending */
+  if (rc == MPI_SUCCESS) *out = *dup;
+  free(dup);
+  if (rc != MPI_SUCCESS) return rc;
   return PMPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
 }
 

@@ -57,7 +57,8 @@ int pario_check_same(MPI_Comm comm, const char *op, const char *file, const char
 /* Collective: MPI_Comm_dup of comm for pario's own use, with MPI_ERRORS_RETURN set on the
  * duplicate, so that a failure inside pario (a window that cannot be made, a lost node)
  * returns a code to pario instead of running the user's (often fatal) handler: every
- * internal communicator comes from here. *out is MPI_COMM_NULL on failure. */
+ * internal communicator comes from here. MPI_Comm_idup and a polite wait (pario_timeout
+ * bounds it). *out is MPI_COMM_NULL on failure. */
 int pario_comm_dup_private(MPI_Comm comm, MPI_Comm *out);
 /* CLOCK_MONOTONIC in nanoseconds. */
 long pario_mono_ns(void);

@@ -121,7 +121,9 @@ static void file_free(pario_file *f) {
   if (!f) return;
   pario_view_drop(f->view);
   if (f->ehcomm != MPI_COMM_NULL) PMPI_Comm_free(&f->ehcomm);
-  if (f->comm != MPI_COMM_NULL) PMPI_Comm_free(&f->comm);
+  /* after pario_timeout expired, requests may be pending on it (Open MPI's progress of a
+   * nonblocking collective on a freed communicator crashes): left allocated */
+  if (f->comm != MPI_COMM_NULL && !pario_wait_stuck_ms()) PMPI_Comm_free(&f->comm);
   pthread_mutex_destroy(&f->lock);
   pthread_rwlock_destroy(&f->rmw_lock);
   f->magic = 0;

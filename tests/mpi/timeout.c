@@ -2,7 +2,10 @@
  *   mpi_timeout HOW SECONDS LATE   HOW: info (the hint in MPI_File_open's info) or env (a
  *                                  PARIO_HINTS file this program writes); SECONDS: the hint's
  *                                  value (0: off); LATE: how long the last rank sleeps before
- *                                  it calls.
+ *                                  it calls; nb: phases 1 and 2 are iwrite_at_all and
+ *                                  MPI_Wait (phase 2 times out in the engine's thread);
+ *                                  nbfirst: phase 2 only, the file's first nonblocking
+ *                                  collective (its context's MPI_Comm_idup times out).
  * Phase 1: every rank writes its block with write_at_all (all on time: it must succeed) and
  * the bytes are read back. Phase 2: the last rank sleeps LATE s, then every rank calls an
  * aggregated write_at_all (romio_cb_write enable, a 4 KiB buffer).
@@ -36,13 +39,15 @@ int main(int argc, char **argv) {
   int rank, np;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &np);
-  if (argc != 4 || (strcmp(argv[1], "info") && strcmp(argv[1], "env"))) {
-    if (rank == 0) fprintf(stderr, "usage: mpi_timeout info|env SECONDS LATE\n");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* MPI_Wait's errors return */
+  if (argc < 4 || argc > 5 || (strcmp(argv[1], "info") && strcmp(argv[1], "env")) ||
+      (argc == 5 && strcmp(argv[4], "nb") && strcmp(argv[4], "nbfirst"))) {
+    if (rank == 0) fprintf(stderr, "usage: mpi_timeout info|env SECONDS LATE [nb|nbfirst]\n");
     MPI_Finalize();
     return 2;
   }
   double sec = atof(argv[2]), late = atof(argv[3]);
-  int on = sec > 0, last = rank == np - 1;
+  int on = sec > 0, last = rank == np - 1, nb = argc == 5, nb1 = nb && !strcmp(argv[4], "nb");
   char path[4096], hints[4200];
   test_path(path, sizeof path, "timeout.dat");
   snprintf(hints, sizeof hints, "%s.hints.%d", path, rank);
@@ -73,8 +78,14 @@ int main(int argc, char **argv) {
   static unsigned char w[B], r[B];
   MPI_Offset at = (MPI_Offset)rank * B, at2 = (MPI_Offset)(np + rank) * B;
   for (int i = 0; i < B; i++) w[i] = pat(at + i, 1);
-  rc = MPI_File_write_at_all(fh, at, w, B, MPI_BYTE, MPI_STATUS_IGNORE);
-  CHECK(rc == MPI_SUCCESS, "rank %d: phase 1 write_at_all: %s", rank, err_text(rc));
+  if (nb1) { /* the nonblocking context exists before phase 2: its call times out in flight */
+    MPI_Request rq;
+    rc = MPI_File_iwrite_at_all(fh, at, w, B, MPI_BYTE, &rq);
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+  } else {
+    rc = MPI_File_write_at_all(fh, at, w, B, MPI_BYTE, MPI_STATUS_IGNORE);
+  }
+  CHECK(rc == MPI_SUCCESS, "rank %d: phase 1 write: %s", rank, err_text(rc));
   rc = MPI_File_read_at(fh, at, r, B, MPI_BYTE, MPI_STATUS_IGNORE);
   CHECK(rc == MPI_SUCCESS && !memcmp(r, w, B), "rank %d: phase 1 read back: %s", rank, err_text(rc));
   MPI_Barrier(MPI_COMM_WORLD);
@@ -82,9 +93,15 @@ int main(int argc, char **argv) {
   if (last) usleep((useconds_t)(late * 1e6));
   for (int i = 0; i < B; i++) w[i] = pat(at2 + i, 2);
   double t0 = MPI_Wtime();
-  rc = MPI_File_write_at_all(fh, at2, w, B, MPI_BYTE, MPI_STATUS_IGNORE);
+  if (nb) { /* the engine's thread runs the call; the error comes through MPI_Wait */
+    MPI_Request rq;
+    rc = MPI_File_iwrite_at_all(fh, at2, w, B, MPI_BYTE, &rq);
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+  } else {
+    rc = MPI_File_write_at_all(fh, at2, w, B, MPI_BYTE, MPI_STATUS_IGNORE);
+  }
   double dt = MPI_Wtime() - t0;
-  printf("timeout: rank %d%s: write_at_all returned after %.2f s: %s\n", rank, last ? " (late)" : "", dt,
+  printf("timeout: rank %d%s: %s returned after %.2f s: %s\n", rank, last ? " (late)" : "", nb ? "iwrite_at_all+wait" : "write_at_all", dt,
          rc == MPI_SUCCESS ? "success" : err_text(rc));
   if (!on || !pario_serves()) { /* off (or native): the late rank is waited for */
     CHECK(rc == MPI_SUCCESS, "rank %d: phase 2 write_at_all without a timeout: %s", rank, err_text(rc));
@@ -94,7 +111,7 @@ int main(int argc, char **argv) {
     rc = MPI_File_close(&fh);
     CHECK(rc == MPI_SUCCESS, "rank %d: close: %s", rank, err_text(rc));
   } else {
-    CHECK(timed_out(rc, "MPI_File_write_at_all", path), "rank %d: phase 2 write_at_all: want MPI_ERR_OTHER naming "
+    CHECK(timed_out(rc, nb ? "MPI_File_iwrite_at_all" : "MPI_File_write_at_all", path), "rank %d: phase 2: want MPI_ERR_OTHER naming "
           "pario_timeout, the call and the file: %s", rank, rc == MPI_SUCCESS ? "success" : err_text(rc));
     CHECK(dt >= sec * 0.9 && dt <= sec + 3, "rank %d: phase 2 failed after %.2f s, want %.1f to %.1f s", rank, dt,
           sec * 0.9, sec + 3);

@@ -16,7 +16,8 @@
  * began (its first messages meet the others' pending ones, the next never come); a second
  * write_at_all, a set_view and a sync return MPI_ERR_OTHER at once (no new communication);
  * close returns the same error within 2 s; the file holds phase 1's bytes and none of phase
- * 2's (checked with POSIX reads, as pario's collective calls stay refused in this process).
+ * 2's (checked with POSIX reads, as pario's collective calls stay refused in this process:
+ * an open on MPI_COMM_SELF fails at once too).
  * MPI_Finalize then returns (every rank reaches it; both MPIs). */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -135,6 +136,14 @@ int main(int argc, char **argv) {
     CHECK(dt < 2, "rank %d: close took %.2f s", rank, dt);
     CHECK(timed_out(rc, "MPI_File_close", path), "rank %d: close after the timeout: %s", rank,
           rc == MPI_SUCCESS ? "success" : err_text(rc));
+    /* the process opens no file any more, not even alone: the latch is process-wide */
+    MPI_File f2;
+    t0 = MPI_Wtime();
+    rc = MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &f2);
+    dt = MPI_Wtime() - t0;
+    CHECK(err_class(rc) == MPI_ERR_OTHER && dt < 0.5, "rank %d: open after the timeout: %s after %.2f s", rank,
+          rc == MPI_SUCCESS ? "success" : err_text(rc), dt);
+    if (rc == MPI_SUCCESS) MPI_File_close(&f2);
     /* phase 1's bytes intact, phase 2's not written (every aggregator lacked data) */
     int fd = open(path, O_RDONLY);
     CHECK(fd >= 0, "rank %d: cannot open %s", rank, path);

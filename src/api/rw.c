@@ -22,7 +22,7 @@ static int rw_body(MPI_File fh, const char *op, int rw, int coll, int explicit_o
   rc = pario_access_args(f, s.view, op, rw, explicit_off, offset, buf, count, type, &tm);
   pario_coll_ctx *c = NULL;
   if (coll && !(c = pario_coll_ctx_get(f, 0)) && rc == MPI_SUCCESS)
-    rc = pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
+    rc = pario_coll_ctx_err(f, op);
   if (rc != MPI_SUCCESS) {
     if (c) pario_coll_access(c, &s, op, rw, 0, NULL, 0, MPI_BYTE, &bytes);
     pario_snap_drop(&s);

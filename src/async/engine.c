@@ -346,7 +346,7 @@ int pario_engine_submit_coll(pario_file *f, const pario_snap *s, const char *op,
                              void *buf, MPI_Count count, MPI_Datatype type, MPI_Request *req,
                              pario_job **handle) {
   pario_coll_ctx *c = pario_coll_ctx_get(f, 1);
-  if (!c) return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "out of memory");
+  if (!c) return pario_coll_ctx_err(f, op);
   return submit(f, s, op, rw, pos, buf, count, type, req, handle, c);
 }
 

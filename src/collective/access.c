@@ -120,6 +120,7 @@ static int two_phase(pario_coll_ctx *c, coll_call *x) {
     PARIO_TRACE_SPAN(PARIO_TC_COLL, "wait_done", t0, PARIO_TA("rc", rc));
     return rc;
   }
+  if (pario_wait_stuck_ms()) return pario_comm_err(x->op, c->f->filename); /* pario_timeout expired */
   if (rc == MPI_SUCCESS)
     rc = pario_err(worst, x->op, c->f->filename, 0, "the collective %s failed on another rank", what);
   return rc;
@@ -132,6 +133,7 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
   *bytes = 0;
   MPI_Offset want = 0; /* bytes of the view's data stream, in the file's representation */
   const pario_ext32_map *xm = NULL;
+  if (pario_wait_stuck_ms()) return pario_comm_err(op, f->filename); /* pario_timeout expired: no new messages */
   c->calls++; /* every rank, every call, before any branch: the tags of a call agree */
   if (pario_typemap_get(type, &tm) != MPI_SUCCESS ||
       pario_rep_data_size(s->view, type, tm, count, &want, op, f->filename) != MPI_SUCCESS)
@@ -156,8 +158,9 @@ int pario_coll_access(pario_coll_ctx *c, const pario_snap *s, const char *op, in
   MPI_Status st;
   uint64_t t0 = PARIO_TRACE_T0();
   PMPI_Iallgather(&mine, COLL_INFO_WORDS, MPI_LONG_LONG, c->info, COLL_INFO_WORDS, MPI_LONG_LONG, c->comm, &rq);
-  pario_wait_all(1, &rq, &st);
+  int wrc = pario_wait_all(1, &rq, &st);
   PARIO_TRACE_SPAN(PARIO_TC_COLL, "wait_allgather", t0, PARIO_TA("bytes", n));
+  if (wrc != MPI_SUCCESS && pario_wait_stuck_ms()) return pario_comm_err(op, f->filename); /* c->info is not there */
   /* earlier set_views' agreement: a difference fails the call on every rank, before any I/O */
   int vrc = pario_view_defer_settle(f, s, op, c->comm, c->info[0].vdef, COLL_INFO_WORDS, c->np, !c->nb);
   if (vrc != MPI_SUCCESS) return vrc;

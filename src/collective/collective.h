@@ -13,8 +13,11 @@ typedef struct pario_coll_ctx pario_coll_ctx;
 
 /* The context for blocking collective calls, or for nonblocking ones (nb = 1), created on
  * first use; call from the application's thread only (creating one is collective over the
- * file's communicator). NULL when out of memory. */
+ * file's communicator). NULL when out of memory, or its communicator could not be made
+ * (pario_timeout expired: core/comm.h). */
 pario_coll_ctx *pario_coll_ctx_get(pario_file *f, int nb);
+/* The error of a context that could not be made, naming op and the file. */
+int pario_coll_ctx_err(const pario_file *f, const char *op);
 
 /* Collective access of count x type at data position pos (bytes of the data stream of the
  * snapshot's view s, which every rank started its call under). A rank whose arguments were

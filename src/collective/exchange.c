@@ -541,10 +541,11 @@ static int write_round(pario_coll_ctx *c, const coll_call *x, MPI_Offset k, int 
   coll_win *w = &c->win[pipe ? k % 2 : 0];
   if (k == 0 || !pipe) win_open(c, x, w, k);
   uint64_t t0 = PARIO_TRACE_T0();
-  pario_wait_all(w->nrq, w->rq, c->st + c->np);
+  int lost = pario_wait_all(w->nrq, w->rq, c->st + c->np) != MPI_SUCCESS && pario_wait_stuck_ms();
   PARIO_TRACE_SPAN(PARIO_TC_COLL, "exchange", t0, PARIO_TA("requests", w->nrq));
   w->nrq = 0;
   int rc = pipe && k > 0 ? win_io_join(&c->win[(k + 1) % 2], bg) : MPI_SUCCESS;
+  if (lost && rc == MPI_SUCCESS) rc = pario_comm_err(x->op, c->f->filename); /* the window lacks data: no write */
   if (rc != MPI_SUCCESS) *failed = 1;
   if (pipe && k + 1 < x->plan.rounds) win_open(c, x, &c->win[(k + 1) % 2], k + 1);
   if (*failed) return rc;
@@ -581,7 +582,8 @@ static int read_round(pario_coll_ctx *c, const coll_call *x, MPI_Offset k, int p
 static int finish_round(pario_coll_ctx *c, const coll_call *x, const round *rd) {
   int rc = MPI_SUCCESS;
   uint64_t t0 = PARIO_TRACE_T0();
-  pario_wait_all(rd->nreq, c->reqs, c->st);
+  if (pario_wait_all(rd->nreq, c->reqs, c->st) != MPI_SUCCESS && pario_wait_stuck_ms())
+    return pario_comm_err(x->op, c->f->filename); /* statuses and pieces are not there */
   PARIO_TRACE_SPAN(PARIO_TC_COLL, "exchange", t0, PARIO_TA("requests", rd->nreq));
   for (int i = 0; i < rd->nrecv && rc == MPI_SUCCESS; i++) {
     const MPI_Status *s = &c->st[i];

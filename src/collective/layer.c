@@ -134,6 +134,11 @@ pario_coll_ctx *pario_coll_ctx_get(pario_file *f, int nb) {
   return c;
 }
 
+int pario_coll_ctx_err(const pario_file *f, const char *op) {
+  if (pario_wait_stuck_ms()) return pario_comm_err(op, f->filename);
+  return pario_err(MPI_ERR_NO_MEM, op, f->filename, 0, "cannot make the collective context (out of memory)");
+}
+
 /* At close, after every rank closed: both contexts (freeing a communicator is collective). */
 static void coll_release(pario_file *f, void *state) {
   coll_state *st = state;

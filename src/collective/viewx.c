@@ -213,8 +213,9 @@ static int take_parts(pario_coll_ctx *c, const coll_call *x, coll_vset *s, int *
     nexp++;
   }
   if (!nexp) return rc;
-  pario_wait_all(*nreq - n0, c->reqs + n0, MPI_STATUSES_IGNORE);
+  int lost = pario_wait_all(*nreq - n0, c->reqs + n0, MPI_STATUSES_IGNORE) != MPI_SUCCESS && pario_wait_stuck_ms();
   *nreq = n0;
+  if (lost) return MPI_ERR_OTHER; /* pario_timeout expired: the headers are not there */
   for (int r = 0; r < c->np; r++) {
     if (c->cnt[r] == -2) continue;
     long long wds = c->hdrs[r].words;
@@ -231,8 +232,9 @@ static int take_parts(pario_coll_ctx *c, const coll_call *x, coll_vset *s, int *
   for (int r = 0; r < c->np && room; r++)
     if (c->cnt[r] >= 0)
       PMPI_Irecv(c->vbuf + c->dsp[r], c->cnt[r], MPI_LONG_LONG, r, TAG_VRUNS, c->comm, &c->reqs[(*nreq)++]);
-  pario_wait_all(*nreq - n0, c->reqs + n0, MPI_STATUSES_IGNORE);
+  lost = pario_wait_all(*nreq - n0, c->reqs + n0, MPI_STATUSES_IGNORE) != MPI_SUCCESS && pario_wait_stuck_ms();
   *nreq = n0;
+  if (lost) return MPI_ERR_OTHER; /* the runs are not there */
   for (int r = 0; r < c->np; r++) {
     if (c->cnt[r] < 0) continue;
     if (!room) { /* no memory: take the message all the same (truncated to nothing) */

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +23,9 @@ long pario_mono_ns(void) {
  * waiting thread: relaxed atomics, as any of the values is safe at any time. */
 static int w_spin = -1; /* -1: not decided yet (PARIO_AUTO until a file says otherwise) */
 static long w_nap_max = PARIO_WAIT_NAP_MAX_US * 1000, w_yield = PARIO_WAIT_YIELD_US * 1000;
+/* pario_timeout in ns (0: waits never give up), and the latch: the timeout that expired in a
+ * wait of this process (0: none did). */
+static long w_timeout, w_stuck;
 
 /* This node's ranks of the job, from the launcher (0: unknown). */
 static long local_ranks(void) {
@@ -67,6 +71,21 @@ void pario_wait_tune(int mode, long long nap_max_us, long long yield_us) {
   __atomic_store_n(&w_spin, spin, __ATOMIC_RELAXED);
 }
 
+void pario_wait_timeout(long long ms) {
+  __atomic_store_n(&w_timeout, (long)PARIO_MAX(0, ms) * 1000000L, __ATOMIC_RELAXED);
+}
+
+long long pario_wait_stuck_ms(void) { return __atomic_load_n(&w_stuck, __ATOMIC_RELAXED) / 1000000L; }
+
+int pario_comm_err(const char *op, const char *file) {
+  long long ms = pario_wait_stuck_ms();
+  if (!ms) return pario_err(MPI_ERR_OTHER, op, file, 0, "communication among the file's ranks failed");
+  return pario_err(MPI_ERR_OTHER, op, file, 0,
+                   "no answer from the other ranks within %lld.%03lld s (pario_timeout): a node or link lost, or a "
+                   "rank that has not called; the file's collective calls fail from now on",
+                   ms / 1000, ms % 1000);
+}
+
 /* Whether the waits spin now. */
 int pario_wait_spins(void) {
   int s = __atomic_load_n(&w_spin, __ATOMIC_RELAXED);
@@ -85,16 +104,28 @@ enum { PARIO_WAIT_SPIN_NS = 20 * 1000 * 1000 };
  * (sched_yield: whoever else is runnable here runs first, and a free core polls again at
  * once); after that the wait sleeps between polls, up to the longest nap (200 us by default).
  * On dedicated cores (pario_wait_spins) every poll after the short spin yields, for up to
- * 20 ms before the wait naps after all: a nap there is only latency. */
+ * 20 ms before the wait naps after all: a nap there is only latency.
+ * With pario_timeout set, a wait gives up once that time has passed, leaves the requests
+ * pending (a nonblocking collective can be neither cancelled nor freed) and latches: every
+ * later wait of the process fails at once, and the agreements post nothing (the requests'
+ * buffers stay allocated, as MPI may still complete them: see allreduce_polite). */
 static int wait_polite(int n, MPI_Request *reqs, MPI_Status *st, int short_wait) {
   int done = 0;
   long nap = 0, t0 = 0, yield_ns = short_wait ? __atomic_load_n(&w_yield, __ATOMIC_RELAXED) : 0;
   long nap_max = __atomic_load_n(&w_nap_max, __ATOMIC_RELAXED);
+  long limit = __atomic_load_n(&w_timeout, __ATOMIC_RELAXED), start = limit ? pario_mono_ns() : 0;
+  if (n > 0 && pario_wait_stuck_ms()) return MPI_ERR_OTHER;
   if (pario_wait_spins()) yield_ns = PARIO_WAIT_SPIN_NS;
   for (int spin = 0; n > 0; spin++) {
     int rc = PMPI_Testall(n, reqs, &done, st);
     if (done || rc != MPI_SUCCESS) return rc; /* an error (errors return on pario's comms): stop */
     if (spin < 64) continue;
+    if (limit && pario_mono_ns() - start >= limit) {
+      long none = 0;
+      __atomic_compare_exchange_n(&w_stuck, &none, limit, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+      pario_log(1, "an internal wait gave up after %ld ms (pario_timeout)", limit / 1000000L);
+      return MPI_ERR_OTHER;
+    }
     if (yield_ns && !t0) t0 = pario_mono_ns();
     if (yield_ns && pario_mono_ns() - t0 < yield_ns) {
       sched_yield();
@@ -109,7 +140,7 @@ static int wait_polite(int n, MPI_Request *reqs, MPI_Status *st, int short_wait)
 
 /* Bulk exchanges (two-phase I/O) nap at once where ranks share cores: yielding waiters still
  * took time from the aggregator that moves the data (docs/collective.md). */
-void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st) { wait_polite(n, reqs, st, 0); }
+int pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st) { return wait_polite(n, reqs, st, 0); }
 
 /* One request of a round trip to another process (addproc, rma across nodes): nap at once,
  * so that the process that must answer gets the core (docs/sharedfp.md). */
@@ -118,22 +149,46 @@ int pario_wait_nap(MPI_Request *r) { return wait_polite(1, r, MPI_STATUS_IGNORE,
 /* Small collectives whose latency is the cost (ordered calls, seek_shared): a nap of up to
  * 200 us per message costs more than the call, so polls yield for a while (pario_wait_yield,
  * 2 ms by default) first (docs/sharedfp.md). */
-void pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st) { wait_polite(n, reqs, st, 1); }
+int pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st) { return wait_polite(n, reqs, st, 1); }
 
-int pario_allreduce_max(void *in, void *out, int n, MPI_Datatype type, MPI_Comm comm) {
+/* A polite allreduce (quick: a short wait) whose buffers outlive a wait that gave up: the
+ * request stays pending and MPI may still write the result, so the copies it works on are
+ * then left allocated (a few bytes, once per process: the latch stops every later one, which
+ * posts nothing). MPI_SUCCESS, or MPI_ERR_OTHER (not posted, or the wait failed). */
+static int allreduce_polite(const void *in, void *out, int n, MPI_Datatype type, MPI_Op op, MPI_Comm comm, int quick) {
+  int size = 0;
+  if (pario_wait_stuck_ms() || PMPI_Type_size(type, &size) != MPI_SUCCESS) return MPI_ERR_OTHER;
+  size_t b = (size_t)size * (size_t)n;
+  char *own = malloc(2 * b + 1); /* without memory: the caller's buffers (a timeout then risks them) */
+  const void *sb = in;
+  void *rb = out;
+  if (own) sb = memcpy(own, in, b), rb = own + b;
   MPI_Request r;
-  if (PMPI_Iallreduce(in, out, n, type, MPI_MAX, comm, &r) != MPI_SUCCESS) return MPI_ERR_OTHER;
-  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
-  return MPI_SUCCESS;
+  int rc = PMPI_Iallreduce(sb, rb, n, type, op, comm, &r) == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_OTHER;
+  if (rc == MPI_SUCCESS) rc = wait_polite(1, &r, MPI_STATUS_IGNORE, quick);
+  if (rc != MPI_SUCCESS && pario_wait_stuck_ms()) return MPI_ERR_OTHER; /* own stays: r is pending */
+  if (own) memcpy(out, rb, b);
+  free(own);
+  return rc == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
+int pario_allreduce_max(void *in, void *out, int n, MPI_Datatype type, MPI_Comm comm) {
+  return allreduce_polite(in, out, n, type, MPI_MAX, comm, 0);
+}
+
+/* MPI_Comm_idup and a polite wait, so that pario_timeout bounds it too (open, a file's first
+ * collective call of each kind), into a handle on the heap: after a wait that gave up, MPI may
+ * still write it, so it is left allocated. */
 int pario_comm_dup_private(MPI_Comm comm, MPI_Comm *out) {
   *out = MPI_COMM_NULL;
-  int rc = PMPI_Comm_dup(comm, out);
-  if (rc != MPI_SUCCESS) {
-    *out = MPI_COMM_NULL;
-    return rc;
-  }
+  MPI_Comm *dup = malloc(sizeof *dup);
+  MPI_Request r;
+  int rc = dup ? PMPI_Comm_idup(comm, dup, &r) : MPI_ERR_NO_MEM;
+  if (rc == MPI_SUCCESS) rc = pario_wait_stuck_ms() ? MPI_ERR_OTHER : wait_polite(1, &r, MPI_STATUS_IGNORE, 1);
+  if (rc != MPI_SUCCESS && pario_wait_stuck_ms()) return MPI_ERR_OTHER; /* dup stays: r may be pending */
+  if (rc == MPI_SUCCESS) *out = *dup;
+  free(dup);
+  if (rc != MPI_SUCCESS) return rc;
   return PMPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
 }
 
@@ -148,12 +203,9 @@ int pario_agree_call(MPI_Comm comm, int local_code, const char *op, const char *
   PMPI_Comm_rank(comm, &rank);
   /* MAXLOC: the worst class, and the lowest rank that had it (named in the message) */
   int mine[2] = {local_code == MPI_SUCCESS ? 0 : pario_err_class(local_code), rank}, worst[2] = {0, 0};
-  MPI_Request r;
-  if (PMPI_Iallreduce(mine, worst, 1, MPI_2INT, MPI_MAXLOC, comm, &r) != MPI_SUCCESS)
-    return local_code != MPI_SUCCESS ? local_code
-                                     : pario_err(MPI_ERR_OTHER, op, file, 0, "agreement on the %s's outcome failed", what);
-  if (quick) pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE);
-  else pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
+  /* after a wait gave up (here or earlier): the timeout's error, whatever else failed */
+  if (allreduce_polite(mine, worst, 1, MPI_2INT, MPI_MAXLOC, comm, quick) != MPI_SUCCESS)
+    return pario_wait_stuck_ms() || local_code == MPI_SUCCESS ? pario_comm_err(op, file) : local_code;
   if (worst[0] == MPI_SUCCESS || worst[0] == mine[0]) return local_code;
   if (local_code != MPI_SUCCESS) /* failed here too, but a worse class elsewhere: the class must agree */
     return pario_err(worst[0], op, file, 0, "the %s failed on rank %d, and on this rank with error class %d", what,

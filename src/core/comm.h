@@ -17,23 +17,36 @@
 void pario_wait_tune(int mode, long long nap_max_us, long long yield_us);
 /* Whether the waits spin now (dedicated cores; sharedfp/addproc.c naps where they do not). */
 int pario_wait_spins(void);
-/* MPI_Waitall that sleeps between polls after a short spin (bulk exchanges). */
-void pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st);
+/* pario_timeout, process-wide like the settings above (every file's hints set it, the last
+ * one wins): how long, in ms, every wait below may last (0: for ever, the default). A wait
+ * that reaches it returns MPI_ERR_OTHER with its requests left pending, and latches the
+ * process: from then on every wait fails at once and the agreements post nothing, so no
+ * collective call of pario starts new communication among ranks that may have lost a peer. */
+void pario_wait_timeout(long long ms);
+/* The latch: the timeout (ms) that expired in a wait of this process, 0 while none did. */
+long long pario_wait_stuck_ms(void);
+/* An MPI_ERR_OTHER code naming op and file: after the latch, "no answer from the other ranks
+ * within S s (pario_timeout)..."; else a failed communication among the ranks. */
+int pario_comm_err(const char *op, const char *file);
+/* MPI_Waitall that sleeps between polls after a short spin (bulk exchanges); returns the
+ * tests' error code, or MPI_ERR_OTHER when pario_timeout expired (the latch is then set). */
+int pario_wait_all(int n, MPI_Request *reqs, MPI_Status *st);
 /* The same for small collectives whose latency matters: polls yield the core for a while
  * before the wait starts to sleep. */
-void pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st);
+int pario_wait_all_short(int n, MPI_Request *reqs, MPI_Status *st);
 /* One request, napping between polls at once (after the short spin); returns the test's
  * error code, and stops at the first error. */
 int pario_wait_nap(MPI_Request *r);
 /* Agreement among the ranks of comm: returns the worst error class seen anywhere
- * (MPI_SUCCESS when all succeeded). */
+ * (MPI_SUCCESS when all succeeded; MPI_ERR_OTHER at once after the latch). */
 int pario_agree(MPI_Comm comm, int local_code);
 /* The outcome of a collective call on every rank (one small allreduce): MPI_SUCCESS when every
  * rank succeeded; else every rank returns the worst class seen: local_code where it has that
  * class, otherwise a new code whose message says "the <what> failed on rank N" (the lowest
  * rank with that class) and names op and file. quick: the agreement's latency is the call's
  * cost (small accesses), so the wait yields before it naps (pario_wait_all_short); else it
- * naps at once, leaving the core to ranks still moving data (pario_wait_all). */
+ * naps at once, leaving the core to ranks still moving data (pario_wait_all). After the
+ * latch (a wait gave up, here or before): pario_comm_err's timeout error, without posting. */
 int pario_agree_call(MPI_Comm comm, int local_code, const char *op, const char *file, const char *what, int quick);
 /* Polite MPI_MAX allreduce of n values (MPI_SUCCESS or MPI_ERR_OTHER). */
 int pario_allreduce_max(void *in, void *out, int n, MPI_Datatype type, MPI_Comm comm);
@@ -44,7 +57,8 @@ int pario_check_same(MPI_Comm comm, const char *op, const char *file, const char
 /* Collective: MPI_Comm_dup of comm for pario's own use, with MPI_ERRORS_RETURN set on the
  * duplicate, so that a failure inside pario (a window that cannot be made, a lost node)
  * returns a code to pario instead of running the user's (often fatal) handler: every
- * internal communicator comes from here. *out is MPI_COMM_NULL on failure. */
+ * internal communicator comes from here. MPI_Comm_idup and a polite wait (pario_timeout
+ * bounds it). *out is MPI_COMM_NULL on failure. */
 int pario_comm_dup_private(MPI_Comm comm, MPI_Comm *out);
 /* CLOCK_MONOTONIC in nanoseconds. */
 long pario_mono_ns(void);

@@ -95,6 +95,11 @@ static void apply(pario_hints *h, const char *k, const char *v) {
   }
   else if (!strcmp(k, "pario_wait_nap_max")) { if (parse_size(v, &x) && x >= 1 && x <= 1000000) h->wait_nap_max_us = x; }
   else if (!strcmp(k, "pario_wait_yield")) { if (parse_size(v, &x) && x <= 10000000) h->wait_yield_us = x; }
+  else if (!strcmp(k, "pario_timeout")) {
+    char *end;
+    double sec = strtod(v, &end);
+    if (end != v && *end == '\0' && sec >= 0 && sec <= 1e7) h->timeout_ms = (long long)(sec * 1000 + 0.5);
+  }
   else if (pario_driver_hint_key(k)) apply_drv(h, k, v);
   else if (!strcmp(k, "pario_sharedfp")) {
     static const char *ok[] = {"auto", "sm", "rma", "addproc", "lockedfile", "individual", "server", NULL};
@@ -213,6 +218,9 @@ int pario_hints_to_info(const pario_hints *h, int nodes, MPI_Info *info) {
   PMPI_Info_set(*info, "pario_wait", h->wait_mode == PARIO_WAIT_SPIN ? "spin" : h->wait_mode == PARIO_WAIT_NAP ? "nap" : "auto");
   set_ll(*info, "pario_wait_nap_max", h->wait_nap_max_us);
   set_ll(*info, "pario_wait_yield", h->wait_yield_us);
+  char tmo[32];
+  snprintf(tmo, sizeof tmo, "%lld.%03lld", h->timeout_ms / 1000, h->timeout_ms % 1000);
+  PMPI_Info_set(*info, "pario_timeout", tmo);
   /* ROMIO's keys that programs from ROMIO look for: collective-only access as promised, and
    * aggregator placement as pario does it: one per node, more on each node only when
    * cb_nodes exceeds the node count. */

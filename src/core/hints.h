@@ -64,6 +64,9 @@ typedef struct pario_hints {
                                 PARIO_WAIT_SPIN or PARIO_WAIT_NAP (core/comm.c) */
   long long wait_nap_max_us; /* pario_wait_nap_max: the longest nap between polls, us */
   long long wait_yield_us;   /* pario_wait_yield: how long short waits yield before napping, us */
+  long long timeout_ms;      /* pario_timeout (seconds, decimals allowed): how long pario's
+                                internal waits may last before the call fails, in ms
+                                (0: for ever, default; core/comm.h) */
   /* A driver's own keys (those under its hint_prefix, driver/driver.h), kept verbatim for
    * its open_ex; the driver reports them itself. */
   struct {

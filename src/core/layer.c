@@ -1,6 +1,7 @@
 /* The lifecycle hook table (see layer.h): layers register from constructors, core walks the
  * table in slot order. Core knows the slots, never the layers behind them. */
 #include "core/layer.h"
+#include "core/comm.h"
 #include "core/file.h"
 
 static const pario_layer *layers[PARIO_SLOTS];
@@ -71,9 +72,13 @@ int pario_layers_sync(pario_file *f, const char *op) { return walk_finish(f, op,
 
 int pario_layers_close(pario_file *f, const char *op) { return walk_finish(f, op, 1); }
 
+/* After pario_timeout expired (core/comm.h) the layers' states are left allocated, released
+ * by no hook: a release may communicate (sharedfp's is collective) and the collective
+ * layer's buffers may still be written by the pending messages. The trace is flushed. */
 void pario_layers_release(pario_file *f) {
+  int stuck = pario_wait_stuck_ms() != 0;
   for (int i = PARIO_SLOTS - 1; i >= 0; i--) {
-    if (layers[i] && layers[i]->release) layers[i]->release(f, f->layer_state[i]);
+    if (layers[i] && layers[i]->release && (!stuck || i == PARIO_SLOT_TRACE)) layers[i]->release(f, f->layer_state[i]);
     f->layer_state[i] = NULL;
   }
 }

@@ -121,7 +121,9 @@ static void file_free(pario_file *f) {
   if (!f) return;
   pario_view_drop(f->view);
   if (f->ehcomm != MPI_COMM_NULL) PMPI_Comm_free(&f->ehcomm);
-  if (f->comm != MPI_COMM_NULL) PMPI_Comm_free(&f->comm);
+  /* after pario_timeout expired, requests may be pending on it (Open MPI's progress of a
+   * nonblocking collective on a freed communicator crashes): left allocated */
+  if (f->comm != MPI_COMM_NULL && !pario_wait_stuck_ms()) PMPI_Comm_free(&f->comm);
   pthread_mutex_destroy(&f->lock);
   pthread_rwlock_destroy(&f->rmw_lock);
   f->magic = 0;
@@ -243,7 +245,8 @@ int pario_close(pario_file *f) {
     if (e == ENOENT) e = 0; /* already gone, as asked (ROMIO ignores it too) */
     if (e && code == MPI_SUCCESS) code = drv_err(op, f->filename, e, why, "delete on close failed");
   }
-  if (f->amode & MPI_MODE_DELETE_ON_CLOSE) PMPI_Barrier(f->comm); /* gone for everyone on return */
+  if ((f->amode & MPI_MODE_DELETE_ON_CLOSE) && !pario_wait_stuck_ms()) /* gone for everyone on return */
+    PMPI_Barrier(f->comm);
   /* The file's own errhandler sees a failed close, while its handle is still valid. */
   code = pario_file_error(pario_handle(f), code);
   pario_registry_remove(f);

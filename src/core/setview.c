@@ -110,6 +110,7 @@ void pario_hints_settle(pario_file *f) {
     if (f->locks_work < 0 || (f->oflags & O_ACCMODE) == O_WRONLY) h->romio_ds_write = PARIO_DISABLE;
   }
   pario_wait_tune(h->wait_mode, h->wait_nap_max_us, h->wait_yield_us);
+  pario_wait_timeout(h->timeout_ms);
 }
 
 static unsigned long hash_str(const char *s) {
@@ -221,7 +222,9 @@ int pario_view_defer_close(pario_file *f, const char *op, int code) {
   pario_view_defer_words(f, &s, w);
   pario_snap_drop(&s);
   long long v[4] = {w[0], -w[0], w[1], -w[1]}, r[4];
-  if (pario_allreduce_max(v, r, 4, MPI_LONG_LONG, f->comm) != MPI_SUCCESS || code != MPI_SUCCESS) return code;
+  if (pario_allreduce_max(v, r, 4, MPI_LONG_LONG, f->comm) != MPI_SUCCESS) /* after pario_timeout: at once */
+    return code != MPI_SUCCESS ? code : pario_comm_err(op, f->filename);
+  if (code != MPI_SUCCESS) return code;
   if (r[2] != -r[3]) return pario_err(MPI_ERR_ARG, op, f->filename, 0, "an earlier set_view failed on another rank (its agreement was deferred)");
   if (r[0] != -r[1])
     return pario_err(MPI_ERR_NOT_SAME, op, f->filename, 0,
@@ -410,6 +413,7 @@ int pario_set_view(pario_file *f, const char *op, MPI_Offset disp, MPI_Datatype 
   view_args a = {0};
   long long votes[PARIO_SLOTS];
   int any_info = 0;
+  if (pario_wait_stuck_ms()) return pario_comm_err(op, f->filename); /* a deferred view would not communicate */
   int code = check_view(f, op, disp, etype, filetype, datarep, &a);
   /* An info that changes no hint here (HDF5 passes its file's info at every set_view) is as
    * good as none: when no rank's changes one, set_view costs its one agreement and nothing

@@ -8,7 +8,8 @@
  *                         rank 0 writes the round number to FILE.progress after each. fault.sh
  *                         kills a node or pulls a link during phase 2. A rank whose call fails
  *                         prints "nsfault: rank R round N CALL: class C (message)" and calls
- *                         MPI_Abort (the launcher tears the job down); a phase 2 that ends
+ *                         MPI_Abort (the launcher tears the job down; a rank MPI_Abort has not
+ *                         ended within 5 s exits 3 by itself: die_on); a phase 2 that ends
  *                         without a fault exits 2 (the fault came too late).
  *   PARIO_NS_FAULT_PHASE2=shared: the file is opened with pario_sharedfp=addproc and phase 2
  *                         is 64-byte write_shared records after phase 1's region (seek_shared
@@ -18,6 +19,8 @@
  *   nsfault verify FILE NP   no MPI: phase 1's NP blocks hold the pattern (exit 0), else one
  *                         line naming the first wrong byte (exit 1). */
 #include <errno.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include "../mpi/harness.h"
 
@@ -51,11 +54,24 @@ static int verify(const char *file, int np) {
 
 static int rank;
 
+static void abort_overdue(int sig) {
+  (void)sig;
+  _exit(3);
+}
+
+/* A failed call: say so, and MPI_Abort. A rank cut off from the launcher (MPICH 4.0.2's hydra,
+ * node2 with its link pulled: the proxy there cannot reach mpiexec) waits in MPI_Abort for
+ * ever, for an answer that never comes; so an alarm first: a process that MPI_Abort has not
+ * ended within ABORT_GRACE s ends itself (_exit 3), as a user's program should. */
+enum { ABORT_GRACE = 5 };
 static void die_on(int rc, int round, const char *call) {
   if (rc == MPI_SUCCESS) return;
   fprintf(stderr, "nsfault: rank %d round %d %s: class %d (%s)\n", rank, round, call, err_class(rc), err_text(rc));
   fflush(stderr);
+  signal(SIGALRM, abort_overdue);
+  alarm(ABORT_GRACE);
   MPI_Abort(MPI_COMM_WORLD, 3);
+  _exit(3); /* MPI_Abort returned (it should not) */
 }
 
 static void note(const char *file, const char *suffix, const char *text) {

@@ -14,7 +14,8 @@
 # usage: fault.sh kill|link FLAVOUR N PPN LIBPARIO NSFAULT WORKDIR
 # Open MPI's daemons notice a lost node by TCP keepalive, after 2 s here
 # (OMPI_MCA_oob_tcp_keepalive_time=2, _intvl=1, _probes=3; its default starts after 300 s);
-# PARIO_NS_FAULT_TCP=default leaves Open MPI's settings alone. The limits:
+# PARIO_NS_FAULT_TCP=default leaves Open MPI's settings alone. PARIO_NS_FAULT_TIMEOUT=S: the
+# ranks run with the hint pario_timeout S (a PARIO_HINTS file). The limits:
 # PARIO_NS_FAULT_ROUND (3), PARIO_NS_FAULT_BOUND (90 s), PARIO_NS_FAULT_LIMIT (the job's, 120 s).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,6 +33,11 @@ fi
 file=$work/nsfault.$$
 rm -f "$file" "$file".*
 NS_CLEAN=("$file" "$file.phase1" "$file.progress" "$work/out.$$")
+if [ -n "${PARIO_NS_FAULT_TIMEOUT:-}" ]; then # pario_timeout, in a hints file every node sees
+  printf 'pario_timeout %s\n' "$PARIO_NS_FAULT_TIMEOUT" > "$file.hints" || exit 1
+  export PARIO_HINTS=$file.hints
+  NS_CLEAN+=("$file.hints")
+fi
 "$NSNODES" run "$NS_ST" "$flavour" "$n" "$ppn" --pario "$lib" --timeout "$LIMIT" "$prog" "$file" 1000000 \
   > "$work/out.$$" 2>&1 &
 job=$!
@@ -71,7 +77,8 @@ if [ "$rc" = 124 ] || { [ "$rc" = 137 ] && [ $((SECONDS - t0)) -ge "$LIMIT" ]; }
   echo "FAIL: the job hung until the fixture's limit ($LIMIT s)"; status=1
 fi
 [ "$dt" -le "$BOUND" ] || { echo "FAIL: the launcher took $dt s after the fault (bound $BOUND s)"; status=1; }
-# no rank outlives the launcher (node2's are dead already; the others must be gone too)
+# no rank outlives the launcher (killed, torn down, or, cut off with MPICH, ended by fault.c's
+# alarm after MPI_Abort)
 for _ in $(seq 50); do
   left=$(for p in $(ns_procs $(seq 1 "$n")); do [ "$(cat /proc/$p/comm 2>/dev/null)" = "$(basename "$prog" | cut -c1-15)" ] && echo "$p"; done)
   [ -z "$left" ] && break

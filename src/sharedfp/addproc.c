@@ -26,9 +26,11 @@
  * is left no transport is set up. PARIO_ADDPROC_TRANSPORT=tcp|mpi (rank 0) forces that
  * transport on every rank, segment or not.
  *
- * The ranks of another node combine their requests (combine.c): those waiting at the same
- * time travel as one request for their sum, sent by whichever of them takes the node's
- * lock. PARIO_ADDPROC_COMBINE=0 (rank 0) turns that off. */
+ * With PARIO_ADDPROC_COMBINE=1 (rank 0) the ranks of another node combine their requests
+ * (combine.c): those waiting at the same time travel as one request for their sum, sent by
+ * whichever of them takes the node's lock. Off by default: with ranks sharing cores the
+ * combiner's wake-ups cost more than the round trips saved (2 nodes x 4 ranks on 2 cores:
+ * 0.67-0.77x the updates/s, docs/sharedfp.md). */
 #include "sharedfp/sharedfp.h"
 #include "sharedfp/combine.h"
 #include "sharedfp/shmshare.h"
@@ -104,11 +106,11 @@ static void stop(ap_state *s) {
 
 /* Rank 0's choice, the same on every rank: *tcp 1 for TCP, 0 for MPI messages (for the ranks
  * that send requests); *seg 1 where ranks that can map rank 0's segment may use it (not when a
- * transport is forced); *comb 1 where the ranks of a node combine their requests. */
+ * transport is forced); *comb 1 where the ranks of a node combine their requests (asked). */
 static void choose(pario_file *f, int *tcp, int *seg, int *comb) {
   const char *t = getenv("PARIO_ADDPROC_TRANSPORT"), *k = getenv("PARIO_ADDPROC_COMBINE");
   int forced = t && (!strcmp(t, "tcp") || !strcmp(t, "mpi"));
-  int v[3] = {forced ? !strcmp(t, "tcp") : f->nodes > 1, !forced && f->nprocs > 1, !(k && !strcmp(k, "0"))};
+  int v[3] = {forced ? !strcmp(t, "tcp") : f->nodes > 1, !forced && f->nprocs > 1, k && !strcmp(k, "1")};
   PMPI_Bcast(v, 3, MPI_INT, 0, f->comm);
   *tcp = v[0] && f->nprocs > 1, *seg = v[1], *comb = v[2];
 }

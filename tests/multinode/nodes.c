@@ -387,9 +387,10 @@ static void records(const char *hint, const char *comp, int amode, int per) {
     char tr[16] = "";
     CHECK(pario_info_str(fh, "pario_addproc_transport", tr, sizeof tr) && !strcmp(tr, want),
           "%s: rank %d: pario_addproc_transport=%s, want %s", what, rank, tr, want);
-    int mates = 0; /* the other ranks of this rank's node: they combine their requests if they send */
+    int mates = 0; /* the other ranks of this rank's node: they combine their requests if they send, when asked */
     for (int r = 0; r < np; r++) mates += r != rank && node_of[r] == node_of[rank];
-    const char *comb = !strcmp(want, "tcp") && rank != 0 && mates ? "true" : "false";
+    const char *k = getenv("PARIO_ADDPROC_COMBINE");
+    const char *comb = !strcmp(want, "tcp") && rank != 0 && mates && k && !strcmp(k, "1") ? "true" : "false";
     CHECK(pario_info_str(fh, "pario_addproc_combine", tr, sizeof tr) && !strcmp(tr, comb),
           "%s: rank %d: pario_addproc_combine=%s, want %s", what, rank, tr, comb);
   }
@@ -707,6 +708,9 @@ int main(int argc, char **argv) {
     rma_form();
     const char *forced[] = {"rma", "lockedfile", "addproc", "individual"};
     for (int i = !rma_works; i < 4; i++) records(forced[i], forced[i], MPI_MODE_RDWR, 300);
+    setenv("PARIO_ADDPROC_COMBINE", "1", 1); /* addproc again, a node's requests combined */
+    records("addproc", "addproc", MPI_MODE_RDWR, 300);
+    unsetenv("PARIO_ADDPROC_COMBINE");
     individual_time_order(25);
   }
   free(node_of);

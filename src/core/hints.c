@@ -273,8 +273,9 @@ int pario_hints_agree(MPI_Comm comm, pario_hints *h, long long *extra, int nextr
     for (int i = 0; i < nextra; i++) v[PARIO_HINTS_SHARED + i] = extra[i];
   }
   MPI_Request r;
-  if (PMPI_Ibcast(v, PARIO_HINTS_SHARED + nextra, MPI_LONG_LONG, 0, comm, &r) != MPI_SUCCESS) return MPI_ERR_OTHER;
-  pario_wait_all(1, &r, MPI_STATUSES_IGNORE);
+  if (pario_wait_stuck_ms() || PMPI_Ibcast(v, PARIO_HINTS_SHARED + nextra, MPI_LONG_LONG, 0, comm, &r) != MPI_SUCCESS)
+    return MPI_ERR_OTHER; /* after a pario_timeout (comm.h) nothing is posted */
+  if (pario_wait_all(1, &r, MPI_STATUSES_IGNORE) != MPI_SUCCESS) return MPI_ERR_OTHER; /* v may never arrive */
   shared_unpack(h, v);
   for (int i = 0; i < nextra; i++) extra[i] = v[PARIO_HINTS_SHARED + i];
   return MPI_SUCCESS;

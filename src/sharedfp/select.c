@@ -315,9 +315,11 @@ static int ordered_place(pario_file *f, const char *op, MPI_Offset n, MPI_Offset
   sfp_file *sf = st(f);
   int rc = pario_sharedfp_merge(f, op), repl = pario_sharedfp_defers(f);
   if (rc != MPI_SUCCESS) return rc; /* merge agrees: every rank returns here together */
+  if (pario_wait_stuck_ms()) return pario_comm_err(op, f->filename); /* a pario_timeout: post nothing */
   if (!sf->ordered) { /* first ordered call: the hook only if every rank has it */
     int ok = !repl && ready(f, op) == MPI_SUCCESS && sf->comp->ordered;
     sf->ordered = pario_agree(f->comm, ok ? MPI_SUCCESS : MPI_ERR_OTHER) == MPI_SUCCESS ? 1 : -1;
+    if (pario_wait_stuck_ms()) return pario_comm_err(op, f->filename); /* the agreement gave up */
   }
   if (sf->ordered > 0) {
     MPI_Offset before = 0, old = 0;
@@ -330,8 +332,9 @@ static int ordered_place(pario_file *f, const char *op, MPI_Offset n, MPI_Offset
   }
   long long mine = n, before = 0, v[3] = {0, 0, 0};
   MPI_Request r;
+  /* A wait that gave up (pario_timeout) leaves the results unknown: no place to write at. */
   PMPI_Iexscan(&mine, &before, 1, MPI_LONG_LONG, MPI_SUM, f->comm, &r);
-  pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE); /* politely: see core/comm.c */
+  if (pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE) != MPI_SUCCESS) return pario_comm_err(op, f->filename);
   if (f->rank == 0) before = 0; /* Exscan leaves rank 0's result undefined */
   int last = f->nprocs - 1;
   MPI_Offset base = 0;
@@ -342,7 +345,7 @@ static int ordered_place(pario_file *f, const char *op, MPI_Offset n, MPI_Offset
     v[1] = base;
   }
   PMPI_Ibcast(v, 3, MPI_LONG_LONG, last, f->comm, &r);
-  pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE);
+  if (pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE) != MPI_SUCCESS) return pario_comm_err(op, f->filename);
   if (v[0]) return rc != MPI_SUCCESS ? rc : pario_err(MPI_ERR_OTHER, op, f->filename, 0, "shared file pointer unavailable");
   base = v[1];
   if (repl) { /* a replica on every rank, equal after the merge: every rank advances its own */
@@ -362,16 +365,17 @@ int pario_sharedfp_set(pario_file *f, const char *op, MPI_Offset target) {
   MPI_Offset s = 0;
   int rc = pario_sharedfp_merge(f, op);
   if (rc != MPI_SUCCESS) return rc;
+  if (pario_wait_stuck_ms()) return pario_comm_err(op, f->filename); /* a pario_timeout: post nothing */
   MPI_Request r;
   PMPI_Ibarrier(f->comm, &r);
-  pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE);
+  if (pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE) != MPI_SUCCESS) return pario_comm_err(op, f->filename);
   if (f->rank == 0) {
     rc = pario_sharedfp_position(f, op, &s);
     s -= st(f)->base;
   }
   long long v[2] = {rc != MPI_SUCCESS, s};
   PMPI_Ibcast(v, 2, MPI_LONG_LONG, 0, f->comm, &r);
-  pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE);
+  if (pario_wait_all_short(1, &r, MPI_STATUSES_IGNORE) != MPI_SUCCESS) return pario_comm_err(op, f->filename);
   if (v[0]) return rc != MPI_SUCCESS ? rc : pario_err(MPI_ERR_OTHER, op, f->filename, 0, "shared file pointer unavailable on rank 0");
   st(f)->base = target - v[1];
   return MPI_SUCCESS;

@@ -5,7 +5,11 @@
  *                                  it calls; nb: phases 1 and 2 are iwrite_at_all and
  *                                  MPI_Wait (phase 2 times out in the engine's thread);
  *                                  nbfirst: phase 2 only, the file's first nonblocking
- *                                  collective (its context's MPI_Comm_idup times out).
+ *                                  collective (its context's MPI_Comm_idup times out);
+ *                                  ordered: phase 2 is MPI_File_write_ordered (lockedfile: the
+ *                                  ranks' exclusive scan and broadcast), whose ranks on time
+ *                                  must not write at a place they never learned (the shared
+ *                                  pointer is 0: phase 1's bytes would be overwritten).
  * Phase 1: every rank writes its block with write_at_all (all on time: it must succeed) and
  * the bytes are read back. Phase 2: the last rank sleeps LATE s, then every rank calls an
  * aggregated write_at_all (romio_cb_write enable, a 4 KiB buffer).
@@ -42,13 +46,15 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &np);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* MPI_Wait's errors return */
   if (argc < 4 || argc > 5 || (strcmp(argv[1], "info") && strcmp(argv[1], "env")) ||
-      (argc == 5 && strcmp(argv[4], "nb") && strcmp(argv[4], "nbfirst"))) {
-    if (rank == 0) fprintf(stderr, "usage: mpi_timeout info|env SECONDS LATE [nb|nbfirst]\n");
+      (argc == 5 && strcmp(argv[4], "nb") && strcmp(argv[4], "nbfirst") && strcmp(argv[4], "ordered"))) {
+    if (rank == 0) fprintf(stderr, "usage: mpi_timeout info|env SECONDS LATE [nb|nbfirst|ordered]\n");
     MPI_Finalize();
     return 2;
   }
   double sec = atof(argv[2]), late = atof(argv[3]);
-  int on = sec > 0, last = rank == np - 1, nb = argc == 5, nb1 = nb && !strcmp(argv[4], "nb");
+  int ord = argc == 5 && !strcmp(argv[4], "ordered");
+  int on = sec > 0, last = rank == np - 1, nb = argc == 5 && !ord, nb1 = nb && !strcmp(argv[4], "nb");
+  const char *op2 = nb ? "MPI_File_iwrite_at_all" : ord ? "MPI_File_write_ordered" : "MPI_File_write_at_all";
   char path[4096], hints[4200];
   test_path(path, sizeof path, "timeout.dat");
   snprintf(hints, sizeof hints, "%s.hints.%d", path, rank);
@@ -56,6 +62,7 @@ int main(int argc, char **argv) {
   MPI_Info_create(&info);
   MPI_Info_set(info, "romio_cb_write", "enable");
   MPI_Info_set(info, "cb_buffer_size", "4096");
+  if (ord) MPI_Info_set(info, "pario_sharedfp", "lockedfile");
   if (!strcmp(argv[1], "info")) {
     MPI_Info_set(info, "pario_timeout", argv[2]);
   } else { /* each rank its own file: the ranks need not share /tmp */
@@ -98,11 +105,13 @@ int main(int argc, char **argv) {
     MPI_Request rq;
     rc = MPI_File_iwrite_at_all(fh, at2, w, B, MPI_BYTE, &rq);
     if (rc == MPI_SUCCESS) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+  } else if (ord) {
+    rc = MPI_File_write_ordered(fh, w, B, MPI_BYTE, MPI_STATUS_IGNORE);
   } else {
     rc = MPI_File_write_at_all(fh, at2, w, B, MPI_BYTE, MPI_STATUS_IGNORE);
   }
   double dt = MPI_Wtime() - t0;
-  printf("timeout: rank %d%s: %s returned after %.2f s: %s\n", rank, last ? " (late)" : "", nb ? "iwrite_at_all+wait" : "write_at_all", dt,
+  printf("timeout: rank %d%s: %s returned after %.2f s: %s\n", rank, last ? " (late)" : "", op2, dt,
          rc == MPI_SUCCESS ? "success" : err_text(rc));
   if (!on || !pario_serves()) { /* off (or native): the late rank is waited for */
     CHECK(rc == MPI_SUCCESS, "rank %d: phase 2 write_at_all without a timeout: %s", rank, err_text(rc));
@@ -112,7 +121,7 @@ int main(int argc, char **argv) {
     rc = MPI_File_close(&fh);
     CHECK(rc == MPI_SUCCESS, "rank %d: close: %s", rank, err_text(rc));
   } else {
-    CHECK(timed_out(rc, nb ? "MPI_File_iwrite_at_all" : "MPI_File_write_at_all", path), "rank %d: phase 2: want MPI_ERR_OTHER naming "
+    CHECK(timed_out(rc, op2, path), "rank %d: phase 2: want MPI_ERR_OTHER naming "
           "pario_timeout, the call and the file: %s", rank, rc == MPI_SUCCESS ? "success" : err_text(rc));
     CHECK(dt >= sec * 0.9 && dt <= sec + 3, "rank %d: phase 2 failed after %.2f s, want %.1f to %.1f s", rank, dt,
           sec * 0.9, sec + 3);

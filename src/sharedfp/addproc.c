@@ -30,7 +30,7 @@
  * (combine.c): those waiting at the same time travel as one request for their sum, sent by
  * whichever of them takes the node's lock. Off by default: with ranks sharing cores the
  * combiner's wake-ups cost more than the round trips saved (2 nodes x 4 ranks on 2 cores:
- * 0.67-0.77x the updates/s, docs/sharedfp.md). */
+ * 0.77-0.90x the updates/s, docs/sharedfp.md). */
 #include "sharedfp/sharedfp.h"
 #include "sharedfp/combine.h"
 #include "sharedfp/shmshare.h"

@@ -26,6 +26,14 @@
  * is left no transport is set up. PARIO_ADDPROC_TRANSPORT=tcp|mpi (rank 0) forces that
  * transport on every rank, segment or not.
  *
+ * Across nodes, by default, S does not stay on rank 0 at all: it is a lease that moves to the
+ * rank using it (lease.c), so that a run of updates costs one handover instead of a round trip
+ * each (2 nodes: several times lockedfile's rate, docs/sharedfp.md "The lease"). Rank 0's
+ * server only hands it on. PARIO_ADDPROC_LEASE=0 (rank 0) keeps S on rank 0 as below;
+ * PARIO_ADDPROC_TRANSPORT=lease asks for the lease on one node too. Where every rank maps rank
+ * 0's segment the segment serves instead, and where the lease cannot be set up the MPI
+ * transport does.
+ *
  * With PARIO_ADDPROC_COMBINE=1 (rank 0) the ranks of another node combine their requests
  * (combine.c): those waiting at the same time travel as one request for their sum, sent by
  * whichever of them takes the node's lock. Off by default: with ranks sharing cores the
@@ -33,6 +41,7 @@
  * 0.77-0.90x the updates/s, docs/sharedfp.md). */
 #include "sharedfp/sharedfp.h"
 #include "sharedfp/combine.h"
+#include "sharedfp/lease.h"
 #include "sharedfp/shmshare.h"
 #include "sharedfp/tcpctr.h"
 
@@ -62,6 +71,7 @@ typedef struct ap_state {
   pthread_mutex_t lock;  /* one request in flight per process, so replies cannot cross */
   pario_tcpctr *tcp;     /* the TCP transport, when rank 0 chose it (else MPI messages) */
   pario_combiner *comb;  /* this node's combined requests (ranks that send requests), or NULL */
+  pario_lease *lease;    /* S moves to the rank using it (every rank), or NULL */
 } ap_state;
 
 static int ap_query(pario_file *f) {
@@ -106,13 +116,19 @@ static void stop(ap_state *s) {
 
 /* Rank 0's choice, the same on every rank: *tcp 1 for TCP, 0 for MPI messages (for the ranks
  * that send requests); *seg 1 where ranks that can map rank 0's segment may use it (not when a
- * transport is forced); *comb 1 where the ranks of a node combine their requests (asked). */
-static void choose(pario_file *f, int *tcp, int *seg, int *comb) {
+ * transport is forced); *comb 1 where the ranks of a node combine their requests (asked);
+ * *lease 1 where S moves between the ranks over TCP instead (lease.c) unless every rank maps
+ * the segment: across nodes unless PARIO_ADDPROC_LEASE=0, or asked with
+ * PARIO_ADDPROC_TRANSPORT=lease. */
+static void choose(pario_file *f, int *tcp, int *seg, int *comb, int *use_lease) {
   const char *t = getenv("PARIO_ADDPROC_TRANSPORT"), *k = getenv("PARIO_ADDPROC_COMBINE");
-  int forced = t && (!strcmp(t, "tcp") || !strcmp(t, "mpi"));
-  int v[3] = {forced ? !strcmp(t, "tcp") : f->nodes > 1, !forced && f->nprocs > 1, k && !strcmp(k, "1")};
-  PMPI_Bcast(v, 3, MPI_INT, 0, f->comm);
-  *tcp = v[0] && f->nprocs > 1, *seg = v[1], *comb = v[2];
+  const char *ls = getenv("PARIO_ADDPROC_LEASE");
+  int forced = t && (!strcmp(t, "tcp") || !strcmp(t, "mpi")), lease = t && !strcmp(t, "lease");
+  if (!t || (!forced && !lease)) lease = f->nodes > 1 && !(ls && !strcmp(ls, "0"));
+  int v[4] = {forced ? !strcmp(t, "tcp") : f->nodes > 1, !forced && !(t && !strcmp(t, "lease")) && f->nprocs > 1, k && !strcmp(k, "1"),
+              lease && f->nprocs > 1};
+  PMPI_Bcast(v, 4, MPI_INT, 0, f->comm);
+  *tcp = v[0] && f->nprocs > 1, *seg = v[1], *comb = v[2] && !v[3], *use_lease = v[3];
 }
 
 /* Collective: rank 0's segment {token, S} (shmshare.h), mapped by every rank that can. 1 when
@@ -148,14 +164,31 @@ static int ap_setup(pario_file *f, void **state) {
   MPI_Comm comm = MPI_COMM_NULL;
   pario_tcpctr *tcp = NULL;
   int64_t none = 0;
-  int all = 0, want_tcp, want_seg, want_comb;
-  choose(f, &want_tcp, &want_seg, &want_comb);
+  int all = 0, want_tcp, want_seg, want_comb, want_lease;
+  choose(f, &want_tcp, &want_seg, &want_comb, &want_lease);
   int alone = map_segment(f, s, want_seg); /* collective */
+  if (!alone && want_lease) { /* S moves between the ranks (every rank: the segment goes) */
+    pario_lease *l = NULL;
+    int okl = s != NULL, alll = 0;
+    if (s && s->seg) munmap(s->seg, 2 * sizeof(int64_t)), s->seg = NULL;
+    if (pario_lease_open(f->comm, &l) == 0) { /* collective */
+      PMPI_Allreduce(&okl, &alll, 1, MPI_INT, MPI_MIN, f->comm);
+      if (alll) {
+        s->lease = l, s->rank = f->rank, s->comm = MPI_COMM_NULL;
+        pthread_mutex_init(&s->lock, NULL);
+        *state = s;
+        return 0;
+      }
+      pario_lease_close(l);
+    }
+    pario_log(1, "%s: addproc: no lease over TCP; requests travel as MPI messages", f->filename);
+    want_tcp = 0;
+  }
   if (s) {
     s->value = s->seg ? &s->seg[1] : &s->own;
     s->local = f->rank == 0 || s->seg;
   }
-  if (!alone && want_tcp && pario_tcpctr_open(f->comm, s ? s->value : &none, &tcp)) /* collective */
+  if (!alone && want_tcp && pario_tcpctr_open(f->comm, s ? s->value : &none, NULL, &tcp)) /* collective */
     pario_log(1, "%s: addproc: no TCP channel to rank 0; requests travel as MPI messages", f->filename);
   /* collective where there is no channel (then on no rank: the channel's open agreed) */
   int ok = (alone || tcp || pario_comm_dup_private(f->comm, &comm) == MPI_SUCCESS) && s;
@@ -212,6 +245,11 @@ static int ap_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
   ap_state *s = state;
   int64_t prev = 0;
   (void)slot; /* always 0 (sharedfp.h) */
+  if (s->lease) {
+    int e = pario_lease_fetch_add(s->lease, (int64_t)n, &prev);
+    *old = (MPI_Offset)prev;
+    return e;
+  }
   if (s->local) { /* rank 0, or a rank mapping its segment: one CPU atomic */
     *old = __atomic_fetch_add(s->value, (int64_t)n, __ATOMIC_SEQ_CST);
     return 0;
@@ -225,6 +263,7 @@ static int ap_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
 
 static void ap_detach(void *state) { /* at close, after every rank's last request */
   ap_state *s = state;
+  if (s->lease) pario_lease_close(s->lease);
   pario_combiner_close(s->comb);
   if (s->tcp) pario_tcpctr_close(s->tcp);
   if (s->thread) stop(s);
@@ -239,7 +278,7 @@ static void ap_detach(void *state) { /* at close, after every rank's last reques
  * answers). */
 static void ap_get_info(void *state, MPI_Info info) {
   ap_state *s = state;
-  const char *t = s->alone || (s->local && s->rank != 0) ? "shm" : s->tcp ? "tcp" : "mpi";
+  const char *t = s->lease ? "lease" : s->alone || (s->local && s->rank != 0) ? "shm" : s->tcp ? "tcp" : "mpi";
   PMPI_Info_set(info, "pario_addproc_transport", t);
   PMPI_Info_set(info, "pario_addproc_combine", s->comb ? "true" : "false");
 }

@@ -15,11 +15,13 @@
  * certain to come before it is MPI_File_open, so these two are set up there, and only when
  * the file asked for them: pario_sharedfp=rma|addproc, or auto on several nodes with
  * MPI_MODE_SEQUENTIAL (such a file can only be accessed through shared pointers) unless the
- * file is on a server, or lockedfile serves it better (seq_lockedfile: a local file system,
- * or, with MPICH, rank 0's host oversubscribed); addproc (over TCP across nodes) with MPICH and
- * MPI_THREAD_MULTIPLE, else rma. Otherwise auto across nodes takes lockedfile, the best lazy
- * component there (addproc over TCP did not beat it across namespace nodes, and would need a
- * server thread set up at every open). docs/sharedfp.md has the measurements behind the rule. */
+ * file is on a server: addproc (its lease across nodes) with MPI_THREAD_MULTIPLE, else rma
+ * unless lockedfile serves it better (seq_lockedfile: a local file system, or, with MPICH,
+ * rank 0's host oversubscribed). Otherwise auto across nodes takes lockedfile, the best lazy
+ * component there: addproc would beat it, but it needs every rank at open, and a server
+ * thread, a connection per rank and an agent thread per rank at every open of every file
+ * across nodes is too much to pay for the programs that never move a shared pointer
+ * (pario_sharedfp=addproc asks for it). docs/sharedfp.md has the measurements behind the rule. */
 #include "sharedfp/sharedfp.h"
 #include "trace/trace.h"
 
@@ -153,11 +155,11 @@ static const pario_sharedfp_component *at_open(pario_file *f, const sfp_file *sf
   if (named(f, "rma")) return &pario_sharedfp_rma;
   if (named(f, "addproc")) return &pario_sharedfp_addproc;
   if (named(f, "auto") && f->nodes > 1 && (f->amode & MPI_MODE_SEQUENTIAL) && pario_sharedfp_server.query(f) < 0 &&
-      !sf->one_kernel && !seq_lockedfile(f)) {
-    /* Where rank 0 serves the atomics in software anyway (MPICH), addproc's TCP server thread
-     * answers sooner than rma's progress thread: 1.9x across namespace nodes, docs/sharedfp.md */
-    if (atomics_wait_for_rank0() && pario_sharedfp_addproc.query(f) >= 0) return &pario_sharedfp_addproc;
-    return pario_sharedfp_rma.query(f) >= 0 ? &pario_sharedfp_rma : &pario_sharedfp_addproc;
+      !sf->one_kernel) {
+    /* addproc's lease makes an update a memory add on the rank holding it: 1.9-3.1x lockedfile
+     * across namespace nodes (docs/sharedfp.md "The lease"), on any file system */
+    if (pario_sharedfp_addproc.query(f) >= 0) return &pario_sharedfp_addproc;
+    if (pario_sharedfp_rma.query(f) >= 0 && !seq_lockedfile(f)) return &pario_sharedfp_rma;
   }
   return NULL;
 }

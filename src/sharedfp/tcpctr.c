@@ -34,9 +34,12 @@ enum { MAX_ADDRS = 8, CONNECT_MS = 3000, HELLO_S = 5, MAX_STRANGERS = 16, SPIN_N
 
 struct pario_tcpctr {
   int rank, nprocs;
+  const pario_tcpctr_handler *h; /* set: every rank connects (rank 0 too), and h serves */
+  int *rfd;          /* server thread, with h: each rank's connection, or -1 */
   int64_t *value;    /* rank 0: the counter */
   uint64_t cookie, answer; /* the hello's word, and rank 0's reply to it */
   int fd;            /* client: the connection; rank 0: the listener (owned by the thread) */
+  int cfd;           /* rank 0 with a handler: its own connection as a client, else -1 */
   int stop[2];       /* rank 0: the thread ends when stop[0] is readable */
   pthread_t tid;
   int thread, broken;
@@ -93,6 +96,7 @@ int pario_tcpctr_timeout(void) {
  * names a rank not yet connected (a second hello for a rank is refused). */
 typedef struct conn {
   int fd, known;       /* known: said the hello with the cookie */
+  int rank;            /* known: whose */
   size_t got;          /* bytes of the message m read so far */
   uint64_t m[2];
   long long deadline;  /* unknown: dropped at this time (now_ms) unless its hello is whole */
@@ -116,32 +120,40 @@ static int serve_one(pario_tcpctr *s, conn *c, char *have) {
   uint64_t r[2];
   if (!c->known) {
     uint64_t rank = c->m[1];
-    if (c->m[0] != s->cookie || rank == 0 || rank >= (uint64_t)s->nprocs || have[rank]) return -1;
+    if (c->m[0] != s->cookie || (rank == 0 && !s->h) || rank >= (uint64_t)s->nprocs || have[rank]) return -1;
     r[0] = s->answer, r[1] = rank;
     if (io_all(c->fd, r, sizeof r, 1)) return -1; /* the rank may still say it on another address */
     c->known = have[rank] = 1;
+    c->rank = (int)rank;
+    if (s->h) s->rfd[rank] = c->fd;
     return 0;
   }
+  if (s->h) return s->h->msg(s->h->arg, s, c->rank, c->m);
   r[0] = (uint64_t)__atomic_fetch_add(s->value, (int64_t)c->m[0], __ATOMIC_SEQ_CST);
   r[1] = c->m[1];
   return io_all(c->fd, r, sizeof r, 1);
 }
 
-static void drop(conn *cs, int *n, int i) {
+static void drop(pario_tcpctr *s, conn *cs, int *n, int i) {
+  if (s->h && cs[i].known) {
+    s->rfd[cs[i].rank] = -1;
+    s->h->gone(s->h->arg, s, cs[i].rank);
+  }
   close(cs[i].fd);
   cs[i] = cs[--*n];
 }
 
 static void *serve(void *arg) {
   pario_tcpctr *s = arg;
-  int cap = s->nprocs - 1 + MAX_STRANGERS, n = 0, ranks = 0; /* ranks: hellos taken */
+  int clients = s->h ? s->nprocs : s->nprocs - 1; /* with a handler rank 0 connects too */
+  int cap = clients + MAX_STRANGERS, n = 0, ranks = 0; /* ranks: hellos taken */
   conn *cs = calloc((size_t)cap, sizeof *cs);
   struct pollfd *p = calloc((size_t)cap + 2, sizeof *p);
   char *have = calloc((size_t)s->nprocs, 1); /* the ranks connected */
   while (cs && p && have) {
     long long now = now_ms(), wake = -1;
     for (int i = n - 1; i >= 0; i--) /* backwards: a dropped one is replaced by the last */
-      if (!cs[i].known && cs[i].deadline <= now) drop(cs, &n, i);
+      if (!cs[i].known && cs[i].deadline <= now) drop(s, cs, &n, i);
       else if (!cs[i].known && (wake < 0 || cs[i].deadline < wake)) wake = cs[i].deadline;
     p[0] = (struct pollfd){.fd = s->stop[0], .events = POLLIN};
     p[1] = (struct pollfd){.fd = s->fd, .events = POLLIN}; /* -1 once closed: poll skips it */
@@ -152,7 +164,7 @@ static void *serve(void *arg) {
     if (k < 0 || p[0].revents) break;
     for (int i = n - 1; i >= 0; i--) {
       int was = cs[i].known;
-      if (p[2 + i].revents && serve_one(s, &cs[i], have)) drop(cs, &n, i);
+      if (p[2 + i].revents && serve_one(s, &cs[i], have)) drop(s, cs, &n, i);
       else ranks += cs[i].known - was;
     }
     /* A few connections a wake (the listener does not block): a storm of them drains the
@@ -172,18 +184,20 @@ static void *serve(void *arg) {
         strangers++;
         if (old < 0 || cs[i].deadline < cs[old].deadline) old = i;
       }
-      if (strangers >= MAX_STRANGERS) drop(cs, &n, old); /* full: the oldest unknown peer goes */
+      if (strangers >= MAX_STRANGERS) drop(s, cs, &n, old); /* full: the oldest unknown peer goes */
       set_timeouts(fd, HELLO_S); /* bounds the blocking send of a reply */
       cs[n++] = (conn){.fd = fd, .deadline = now_ms() + HELLO_S * 1000};
     }
-    if (s->fd >= 0 && ranks == s->nprocs - 1) { /* everyone is here: no more strangers */
+    if (s->fd >= 0 && ranks == clients) { /* everyone is here: no more strangers */
       close(s->fd);
       s->fd = -1;
       for (int i = n - 1; i >= 0; i--)
-        if (!cs[i].known) drop(cs, &n, i);
+        if (!cs[i].known) drop(s, cs, &n, i);
     }
   }
   for (int i = 0; i < n; i++) close(cs[i].fd);
+  if (s->h) /* no more sends: the connections are closed */
+    for (int r = 0; r < s->nprocs; r++) s->rfd[r] = -1;
   free(cs);
   free(p);
   free(have);
@@ -282,7 +296,7 @@ static void stop_server(pario_tcpctr *c) {
   close(c->stop[1]);
 }
 
-int pario_tcpctr_open(MPI_Comm comm, int64_t *value, pario_tcpctr **out) {
+int pario_tcpctr_open(MPI_Comm comm, int64_t *value, const pario_tcpctr_handler *h, pario_tcpctr **out) {
   pario_tcpctr *c = calloc(1, sizeof *c);
   long long v[5 + MAX_ADDRS] = {0}; /* ok, port, cookie, answer, naddr, addresses */
   int ok = c != NULL, all = 0, rank = 0, nprocs = 1;
@@ -290,10 +304,13 @@ int pario_tcpctr_open(MPI_Comm comm, int64_t *value, pario_tcpctr **out) {
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &nprocs);
   if (c) {
-    c->rank = rank, c->nprocs = nprocs, c->value = value, c->fd = -1, c->stop[0] = c->stop[1] = -1;
+    c->rank = rank, c->nprocs = nprocs, c->value = value, c->fd = -1, c->cfd = -1, c->stop[0] = c->stop[1] = -1;
+    c->h = h;
     pthread_mutex_init(&c->lock, NULL);
+    if (h && rank == 0 && (c->rfd = malloc(sizeof(int) * (size_t)nprocs)))
+      for (int r = 0; r < nprocs; r++) c->rfd[r] = -1;
   }
-  if (rank == 0 && c) {
+  if (rank == 0 && c && (!h || c->rfd)) {
     uint32_t addrs[MAX_ADDRS];
     int port = 0, naddr = 0;
     uint64_t w[2];
@@ -321,6 +338,9 @@ int pario_tcpctr_open(MPI_Comm comm, int64_t *value, pario_tcpctr **out) {
     for (int i = 0; v[0] && i < v[4] && i < MAX_ADDRS && c->fd < 0; i++)
       c->fd = connect_one((uint32_t)v[5 + i], (int)v[1], c->cookie, c->answer, rank);
     ok = v[0] && c->fd >= 0;
+  } else if (h && c && ok) { /* rank 0 is a client of its own server: over loopback */
+    c->cfd = connect_one(htonl(INADDR_LOOPBACK), (int)v[1], c->cookie, c->answer, 0);
+    ok = c->cfd >= 0;
   }
   PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
   if (all) {
@@ -329,10 +349,12 @@ int pario_tcpctr_open(MPI_Comm comm, int64_t *value, pario_tcpctr **out) {
   }
   if (c) {
     if (rank == 0) {
+      if (c->cfd >= 0) close(c->cfd);
       stop_server(c);
       *value = initial; /* what a peer with the cookie added before the open failed is undone */
     } else if (c->fd >= 0) close(c->fd);
     pthread_mutex_destroy(&c->lock);
+    free(c->rfd);
     free(c);
   }
   return ENOTCONN;
@@ -351,8 +373,23 @@ int pario_tcpctr_fetch_add(pario_tcpctr *c, int64_t n, int64_t *old) {
 }
 
 void pario_tcpctr_close(pario_tcpctr *c) {
+  if (c->cfd >= 0) close(c->cfd);
   if (c->rank == 0) stop_server(c);
   else close(c->fd);
   pthread_mutex_destroy(&c->lock);
+  free(c->rfd);
   free(c);
+}
+
+int pario_tcpctr_conn(pario_tcpctr *c) { return c->rank == 0 ? c->cfd : c->fd; }
+
+int pario_tcpctr_send(int fd, uint64_t a, uint64_t b) {
+  uint64_t m[2] = {a, b};
+  return fd < 0 ? -1 : io_all(fd, m, sizeof m, 1);
+}
+
+int pario_tcpctr_recv(int fd, uint64_t m[2]) { return io_all(fd, m, 2 * sizeof *m, 0); }
+
+int pario_tcpctr_send_to(pario_tcpctr *c, int rank, uint64_t a, uint64_t b) {
+  return rank >= 0 && rank < c->nprocs && c->rfd ? pario_tcpctr_send(c->rfd[rank], a, b) : -1;
 }

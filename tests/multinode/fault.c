@@ -121,9 +121,11 @@ int main(int argc, char **argv) {
   MPI_Get_processor_name(host, &hl);
   memcpy(host0, host, sizeof host);
   MPI_Bcast(host0, (int)sizeof host0, MPI_CHAR, 0, MPI_COMM_WORLD);
-  /* the channel under test: addproc over TCP (rank 0's server, the ranks of other nodes); the
-   * other ranks of rank 0's node add in its shared segment */
-  const char *want = rank != 0 && !strcmp(host, host0) ? "shm" : "tcp";
+  /* the channel under test: addproc's lease over TCP (rank 0's server hands S from rank to
+   * rank); without the lease (PARIO_ADDPROC_LEASE=0) requests over TCP to rank 0's server from
+   * the ranks of other nodes, while the other ranks of rank 0's node add in its segment */
+  const char *nl = getenv("PARIO_ADDPROC_LEASE");
+  const char *want = !(nl && !strcmp(nl, "0")) ? "lease" : rank != 0 && !strcmp(host, host0) ? "shm" : "tcp";
   if (shared && pario_serves())
     CHECK(pario_info_str(fh, "pario_addproc_transport", tr, sizeof tr) && !strcmp(tr, want),
           "rank %d: pario_addproc_transport=%s, want %s", rank, tr, want);

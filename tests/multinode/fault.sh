@@ -5,13 +5,16 @@
 #   server rank 0 alone is killed while every rank writes through addproc's shared pointer,
 #          whose server thread rank 0 runs and whose requests travel over TCP across nodes
 #          (PARIO_NS_FAULT_PHASE2=shared: phase 2 is write_shared records, fault.c)
+#   holder every process of node2 is killed while every rank writes through addproc's shared
+#          pointer: its ranks hold the lease in turn (lease.c), so S is lost with them and the
+#          ranks waiting for it must fail (EIO) instead of waiting
 # nsfault (fault.c) writes and syncs phase 1, then runs aggregated collective writes (phase 2);
 # the fault comes once phase 2 has finished ROUND rounds. Passes when the launcher exits
 # non-zero within BOUND s of the fault (a hang, which the fixture's timeout ends, fails), no
 # rank outlives the launcher by more than 10 s (each ends by its error and MPI_Abort or by the
 # launcher's teardown), phase 1's bytes are intact (checked from the host), pario served the run, and the
 # nodes leave nothing behind (nslib.sh).
-# usage: fault.sh kill|link FLAVOUR N PPN LIBPARIO NSFAULT WORKDIR
+# usage: fault.sh kill|link|server|holder FLAVOUR N PPN LIBPARIO NSFAULT WORKDIR
 # Open MPI's daemons notice a lost node by TCP keepalive, after 2 s here
 # (OMPI_MCA_oob_tcp_keepalive_time=2, _intvl=1, _probes=3; its default starts after 300 s);
 # PARIO_NS_FAULT_TCP=default leaves Open MPI's settings alone. PARIO_NS_FAULT_TIMEOUT=S: the
@@ -22,8 +25,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 case "${1:-}" in --help|-h) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 [ $# = 7 ] || { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 fault=$1 flavour=$2 n=$3 ppn=$4 lib=$5 prog=$6 work=$7
-case "$fault" in kill|link) ;; server) export PARIO_NS_FAULT_PHASE2=shared ;;
-  *) echo "fault.sh: unknown fault '$fault' (kill, link or server)" >&2; exit 2 ;; esac
+case "$fault" in kill|link) ;; server|holder) export PARIO_NS_FAULT_PHASE2=shared ;;
+  *) echo "fault.sh: unknown fault '$fault' (kill, link, server or holder)" >&2; exit 2 ;; esac
 ROUND=${PARIO_NS_FAULT_ROUND:-3} BOUND=${PARIO_NS_FAULT_BOUND:-90} LIMIT=${PARIO_NS_FAULT_LIMIT:-120}
 . "$here/nslib.sh"
 ns_begin "$work" "$n"
@@ -55,7 +58,7 @@ fi
 read -r np served fails pid0 < "$file.phase1"
 echo "fault.sh: $flavour, $n nodes x $ppn, phase 2 at round $(cat "$file.progress"): $fault $([ "$fault" = server ] && echo "rank 0 (PID $pid0)" || echo node2)"
 tf=$SECONDS
-if [ "$fault" = kill ]; then
+if [ "$fault" = kill ] || [ "$fault" = holder ]; then
   victims=$(ns_procs 2)
   kill -KILL $victims 2>/dev/null
   echo "fault.sh: killed node2's $(echo $victims | wc -w) processes"
@@ -90,5 +93,8 @@ done
 "$prog" verify "$file" "$np" || status=1
 echo "    (launcher output:)"
 grep -v -e '^\s*$' -e '^---' "$work/out.$$" | head -$([ $status = 0 ] && echo 6 || echo 30) | cut -c1-300 | sed 's/^/    /'
-[ $status = 0 ] && echo "PASS: $fault $([ "$fault" = server ] && echo "rank 0, addproc's server, mid-write_shared" || echo "node2 mid-collective") ($flavour, $n x $ppn): the job failed in $dt s, no rank left, phase 1 intact"
+what="node2 mid-collective"
+[ "$fault" = server ] && what="rank 0, addproc's server, mid-write_shared"
+[ "$fault" = holder ] && what="node2, holding addproc's lease in turn, mid-write_shared"
+[ $status = 0 ] && echo "PASS: $fault $what ($flavour, $n x $ppn): the job failed in $dt s, no rank left, phase 1 intact"
 exit $status

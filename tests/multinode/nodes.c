@@ -380,10 +380,17 @@ static void records(const char *hint, const char *comp, int amode, int per) {
     }
   }
   CHECK(!strcmp(sharedfp_used(fh), comp), "%s: get_info pario_sharedfp=%s, want %s", what, sharedfp_used(fh), comp);
-  if (!strcmp(comp, "addproc")) { /* rank 0's node maps its segment, the others ask over TCP */
+  if (!strcmp(comp, "addproc")) {
+    /* across nodes every rank holds the lease in turn (lease.c) unless PARIO_ADDPROC_LEASE=0:
+     * then rank 0's node maps its segment and the others ask over TCP; on one kernel every
+     * rank maps the segment */
     int remote = 0;
     for (int r = 0; r < np; r++) remote |= ns_mode && node_of[r] != node_of[0];
-    const char *want = rank == 0 ? (remote ? "tcp" : "shm") : ns_mode && node_of[rank] != node_of[0] ? "tcp" : "shm";
+    const char *nl = getenv("PARIO_ADDPROC_LEASE");
+    int lease = remote && !(nl && !strcmp(nl, "0"));
+    const char *want = lease ? "lease"
+                       : rank == 0 ? (remote ? "tcp" : "shm")
+                       : ns_mode && node_of[rank] != node_of[0] ? "tcp" : "shm";
     char tr[16] = "";
     CHECK(pario_info_str(fh, "pario_addproc_transport", tr, sizeof tr) && !strcmp(tr, want),
           "%s: rank %d: pario_addproc_transport=%s, want %s", what, rank, tr, want);
@@ -509,13 +516,11 @@ static void auto_sequential_on(const char *fs) {
   for (int r = 0; r < np; r++) on0 += !ns_mode || node_of[r] == node_of[0]; /* ranks on rank 0's host */
   char lib[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0, mpich = MPI_Get_library_version(lib, &len) == MPI_SUCCESS && strstr(lib, "MPICH");
-  /* rma unless the file system is local or MPICH's rank 0 (which serves the atomics) has more
-   * ranks on its host than CPUs; addproc where the MPI makes no window (rma falls back), and
-   * with MPICH wherever addproc can run (its TCP server answers sooner than rma's atomics) */
+  /* addproc wherever it can run (MPI_THREAD_MULTIPLE: its lease beats lockedfile across
+   * nodes); else rma unless the file system is local or MPICH's rank 0 (which serves the
+   * atomics) has more ranks on its host than CPUs, or the MPI makes no window */
   int multiple = provided == MPI_THREAD_MULTIPLE;
-  const char *want = fs[0] == '1' && (!mpich || on0 <= cpus)
-                         ? (mpich && multiple ? "addproc" : rma_works ? "rma" : multiple ? "addproc" : "lockedfile")
-                         : "lockedfile";
+  const char *want = multiple ? "addproc" : fs[0] == '1' && (!mpich || on0 <= cpus) && rma_works ? "rma" : "lockedfile";
   setenv("PARIO_TEST_NETWORK_FS", fs, 1);
   const char *kv[] = {"pario_sharedfp", "auto", NULL};
   const char *p = fname("autoseq");
@@ -708,9 +713,13 @@ int main(int argc, char **argv) {
     rma_form();
     const char *forced[] = {"rma", "lockedfile", "addproc", "individual"};
     for (int i = !rma_works; i < 4; i++) records(forced[i], forced[i], MPI_MODE_RDWR, 300);
-    setenv("PARIO_ADDPROC_COMBINE", "1", 1); /* addproc again, a node's requests combined */
+    /* addproc again without the lease: requests to rank 0, one by one and combined per node */
+    setenv("PARIO_ADDPROC_LEASE", "0", 1);
+    records("addproc", "addproc", MPI_MODE_RDWR, 300);
+    setenv("PARIO_ADDPROC_COMBINE", "1", 1);
     records("addproc", "addproc", MPI_MODE_RDWR, 300);
     unsetenv("PARIO_ADDPROC_COMBINE");
+    unsetenv("PARIO_ADDPROC_LEASE");
     individual_time_order(25);
   }
   free(node_of);

@@ -16,11 +16,13 @@
  * Window creation duplicates the communicator internally, so window traffic never meets
  * pario's own messages on f->comm. */
 #include "sharedfp/sharedfp.h"
+#include "sharedfp/rmalease.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 typedef struct rma_state {
@@ -29,6 +31,7 @@ typedef struct rma_state {
   MPI_Comm comm;       /* the file's communicator, probed by the progress thread */
   int progress, stop;  /* progress thread running (rank 0); asked to stop */
   pthread_t tid;
+  pario_rmalease *lease; /* several nodes, MPI_THREAD_MULTIPLE: S moves to the rank using it */
 } rma_state;
 
 static int rma_query(pario_file *f) {
@@ -82,16 +85,29 @@ static int make_window(pario_file *f, rma_state *s, int shared) {
   return rc == MPI_SUCCESS;
 }
 
+/* Collective: the several-nodes form is the lease (rmalease.c) where every rank has
+ * MPI_THREAD_MULTIPLE and none sets PARIO_RMA_LEASE=0, else MPI_Rget_accumulate on rank 0's
+ * word. Returns 1 if this rank got it. */
+static int remote_form(pario_file *f, rma_state *w, int lvl) {
+  const char *e = getenv("PARIO_RMA_LEASE");
+  int lease = f->nprocs > 1 && lvl == MPI_THREAD_MULTIPLE && !(e && !strcmp(e, "0")), every = 0;
+  PMPI_Allreduce(&lease, &every, 1, MPI_INT, MPI_MIN, f->comm);
+  if (every) return pario_rmalease_open(f->comm, &w->lease) == 0; /* collective */
+  return make_window(f, w, 0);
+}
+
 static int rma_setup(pario_file *f, void **state) {
   rma_state *s = calloc(1, sizeof *s), spare = {.win = MPI_WIN_NULL};
   rma_state *w = s ? s : &spare; /* creation is collective: take part even without memory */
   const char *remote = getenv("PARIO_TEST_RMA_REMOTE");
-  int shared = f->nodes == 1 && !(remote && *remote == '1'), ok, all = 0, lvl = 0;
+  int shared = f->nodes == 1 && !(remote && *remote == '1'), ok = 0, all = 0, lvl = 0;
+  w->win = MPI_WIN_NULL;
+  PMPI_Query_thread(&lvl);
   PMPI_Bcast(&shared, 1, MPI_INT, 0, f->comm);
-  ok = make_window(f, w, shared) && s;
   if (shared) { /* the MPI may split one host into several nodes (MPICH's cliques): then rank
                  * 0's word is not in every rank's memory, and every rank must use the
-                 * MPI_Fetch_and_op form, with rank 0's progress thread */
+                 * several-nodes form, with rank 0's progress thread */
+    ok = make_window(f, w, 1) && s;
     int mine = ok && w->local != NULL, every = 0;
     PMPI_Allreduce(&mine, &every, 1, MPI_INT, MPI_MIN, f->comm);
     if (!every) {
@@ -101,10 +117,9 @@ static int rma_setup(pario_file *f, void **state) {
       }
       w->local = NULL;
       shared = 0;
-      ok = make_window(f, w, 0) && s;
     }
   }
-  PMPI_Query_thread(&lvl);
+  if (!shared) ok = remote_form(f, w, lvl) && s;
   if (ok && !shared && f->rank == 0 && f->nprocs > 1 && lvl == MPI_THREAD_MULTIPLE) {
     s->comm = f->comm;
     s->progress = pthread_create(&s->tid, NULL, progress, s) == 0;
@@ -115,6 +130,7 @@ static int rma_setup(pario_file *f, void **state) {
     return 0;
   }
   stop_progress(w);
+  if (w->lease) pario_rmalease_close(w->lease); /* opened on every rank or on none */
   if (w->win != MPI_WIN_NULL) { /* created everywhere it succeeded: freed the same way */
     PMPI_Win_unlock_all(w->win);
     PMPI_Win_free(&w->win);
@@ -127,6 +143,12 @@ static int rma_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
   rma_state *s = state;
   (void)slot; /* always 0 (sharedfp.h) */
   long long add = n, prev = 0;
+  if (s->lease) {
+    int64_t o = 0;
+    int e = pario_rmalease_fetch_add(s->lease, (int64_t)n, &o);
+    *old = (MPI_Offset)o;
+    return e;
+  }
   if (s->local) {
     *old = __atomic_fetch_add(s->local, (int64_t)n, __ATOMIC_SEQ_CST);
     return 0;
@@ -147,10 +169,21 @@ static int rma_fetch_add(void *state, int slot, MPI_Offset n, MPI_Offset *old) {
 static void rma_detach(void *state) { /* collective: every rank of the file closes */
   rma_state *s = state;
   stop_progress(s);
-  PMPI_Win_unlock_all(s->win);
-  PMPI_Win_free(&s->win);
+  if (s->lease) pario_rmalease_close(s->lease);
+  else {
+    PMPI_Win_unlock_all(s->win);
+    PMPI_Win_free(&s->win);
+  }
   free(s);
 }
 
+/* get_info: pario_rma_form = shared (one node: CPU atomics in rank 0's word), lease (several
+ * nodes: S moves to the rank using it) or atomics (MPI_Rget_accumulate on rank 0's word). */
+static void rma_get_info(void *state, MPI_Info info) {
+  rma_state *s = state;
+  PMPI_Info_set(info, "pario_rma_form", s->local ? "shared" : s->lease ? "lease" : "atomics");
+}
+
 const pario_sharedfp_component pario_sharedfp_rma = {
-    .name = "rma", .query = rma_query, .setup = rma_setup, .fetch_add = rma_fetch_add, .detach = rma_detach};
+    .name = "rma", .query = rma_query, .setup = rma_setup, .fetch_add = rma_fetch_add, .detach = rma_detach,
+    .get_info = rma_get_info};

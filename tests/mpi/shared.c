@@ -65,6 +65,12 @@ static void stress(const char *comp, int total) {
   MPI_File_get_info(fh, &used);
   MPI_Info_get(used, "pario_sharedfp", 63, v, &flag);
   CHECK(!strcmp(v, strcmp(comp, "auto") ? comp : auto_comp), "get_info pario_sharedfp=%s", v);
+  const char *form = getenv("PARIO_TEST_RMA_FORM"); /* rma's form, where the test knows it */
+  if (form && !strcmp(v, "rma") && np > 1) {
+    char got[16] = "";
+    CHECK(pario_info_str(fh, "pario_rma_form", got, sizeof got) && !strcmp(got, form), "get_info pario_rma_form=%s, want %s",
+          got, form);
+  }
   const char *tr = getenv("PARIO_ADDPROC_TRANSPORT"); /* the transport asked for is the one used */
   if (tr && !strcmp(v, "addproc") && np > 1) {
     CHECK(pario_info_str(fh, "pario_addproc_transport", v, sizeof v) && !strcmp(v, tr),

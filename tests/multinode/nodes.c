@@ -451,8 +451,9 @@ static int threads(void) {
   return n;
 }
 
-/* rma across nodes is MPI_Fetch_and_op on a window of rank 0, with a progress thread on
- * rank 0 (MPI_THREAD_MULTIPLE); on one node it would be a shared-memory atomic, no thread. */
+/* rma across nodes (MPI_THREAD_MULTIPLE) is the lease (rmalease.c): an agent thread on every
+ * rank and rank 0's progress thread; without it MPI_Rget_accumulate on a window of rank 0, no
+ * thread; on one node it would be a shared-memory atomic, no thread. */
 static void rma_form(void) {
   if (!rma_works) { /* forced: opens, every shared-pointer call fails cleanly, file untouched */
     const char *p = fname("rmarefused");
@@ -474,9 +475,13 @@ static void rma_form(void) {
   MPI_Query_thread(&provided);
   const char *kv[] = {"pario_sharedfp", "rma", NULL};
   MPI_File fh = open_hints(fname("rmaform"), MPI_MODE_CREATE | MPI_MODE_RDWR, kv);
-  int added = threads() - before, want = rank == 0 && provided == MPI_THREAD_MULTIPLE;
-  CHECK(added == want, "rma: %d more threads while the file is open on rank %d, want %d (the multi-node form's progress thread)",
+  int multiple = provided == MPI_THREAD_MULTIPLE;
+  int added = threads() - before, want = multiple ? 1 + (rank == 0) : 0;
+  CHECK(added == want, "rma: %d more threads while the file is open on rank %d, want %d (the lease's agent, rank 0's progress thread)",
         added, rank, want);
+  char form[16] = "";
+  CHECK(pario_info_str(fh, "pario_rma_form", form, sizeof form) && !strcmp(form, multiple ? "lease" : "atomics"),
+        "rma across nodes: rank %d: pario_rma_form=%s, want %s", rank, form, multiple ? "lease" : "atomics");
   MPI_File_close(&fh);
   if (rank == 0) remove(fname("rmaform"));
 }
@@ -713,6 +718,11 @@ int main(int argc, char **argv) {
     rma_form();
     const char *forced[] = {"rma", "lockedfile", "addproc", "individual"};
     for (int i = !rma_works; i < 4; i++) records(forced[i], forced[i], MPI_MODE_RDWR, 300);
+    if (rma_works) { /* rma again without the lease: every update an atomic on rank 0's word */
+      setenv("PARIO_RMA_LEASE", "0", 1);
+      records("rma", "rma", MPI_MODE_RDWR, 300);
+      unsetenv("PARIO_RMA_LEASE");
+    }
     /* addproc again without the lease: requests to rank 0, one by one and combined per node */
     setenv("PARIO_ADDPROC_LEASE", "0", 1);
     records("addproc", "addproc", MPI_MODE_RDWR, 300);

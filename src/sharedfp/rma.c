@@ -12,7 +12,11 @@
  *    runs a progress thread (with MPI_THREAD_MULTIPLE) that enters MPI with MPI_Iprobe every
  *    100 us. MPIR_CVAR_ASYNC_PROGRESS=1 would do the same for the
  *    whole program, but only if the user sets it before MPI_Init.
- * PARIO_TEST_RMA_REMOTE=1 (read on rank 0) forces the second form on one node, for tests.
+ * Across nodes where every rank has MPI_THREAD_MULTIPLE the second form is replaced by a lease
+ * (rmalease.c): S moves to the rank using it, and a run of updates costs one handover instead
+ * of a remote atomic each (MPICH across namespace nodes: 0.10-0.18x lockedfile before, above
+ * it after, docs/sharedfp.md). PARIO_RMA_LEASE=0 (any rank) keeps the atomics.
+ * PARIO_TEST_RMA_REMOTE=1 (read on rank 0) forces the several-nodes form on one node, for tests.
  * Window creation duplicates the communicator internally, so window traffic never meets
  * pario's own messages on f->comm. */
 #include "sharedfp/sharedfp.h"

@@ -28,8 +28,12 @@
 #include <time.h>
 
 enum { W_S = 0, W_GRANTED, W_NEXT, W_TAIL, W_WORDS };
-enum { LEASE_UPDATES = 256 };
-#define LEASE_HOLD_NS 1000000L /* 1 ms after someone queued */
+/* More than addproc's lease (256, 1 ms): a handover here is four remote operations that each
+ * wait for the other side to enter MPI, so with more ranks than cores it takes milliseconds
+ * (MPICH 2 nodes x 4 ranks on 2 cores: 0.91x lockedfile at 256 and 1 ms, 1.29x at 1024 and
+ * 4 ms; docs/sharedfp.md). A waiting rank waits at most this long per rank ahead of it. */
+enum { LEASE_UPDATES = 1024 };
+#define LEASE_HOLD_NS 4000000L /* 4 ms after someone queued */
 #define LEASE_IDLE_NS 50000L   /* 50 us */
 
 struct pario_rmalease {

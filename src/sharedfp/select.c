@@ -156,7 +156,7 @@ static const pario_sharedfp_component *at_open(pario_file *f, const sfp_file *sf
   if (named(f, "addproc")) return &pario_sharedfp_addproc;
   if (named(f, "auto") && f->nodes > 1 && (f->amode & MPI_MODE_SEQUENTIAL) && pario_sharedfp_server.query(f) < 0 &&
       !sf->one_kernel) {
-    /* addproc's lease makes an update a memory add on the rank holding it: 1.9-3.1x lockedfile
+    /* addproc's lease makes an update a memory add on the rank holding it: 1.8-3.4x lockedfile
      * across namespace nodes (docs/sharedfp.md "The lease"), on any file system */
     if (pario_sharedfp_addproc.query(f) >= 0) return &pario_sharedfp_addproc;
     if (pario_sharedfp_rma.query(f) >= 0 && !seq_lockedfile(f)) return &pario_sharedfp_rma;

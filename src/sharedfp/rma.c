@@ -20,7 +20,7 @@
  * Window creation duplicates the communicator internally, so window traffic never meets
  * pario's own messages on f->comm. */
 #include "sharedfp/sharedfp.h"
-#include "sharedfp/rmalease.h"
+#include "sharedfp/lease.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-/* rma's lease (rmalease.h). Every rank's window holds four 64-bit words: S as handed to it,
+/* rma's lease (lease.h). Every rank's window holds four 64-bit words: S as handed to it,
  * GRANTED, NEXT (the rank queued behind it, plus one) and, on rank 0, TAIL (the last rank to
  * ask for S, plus one; S always belongs to the tail or to a rank ahead of it in the queue).
  *
@@ -17,7 +17,7 @@
  * at the target (MPICH 4.0 ch4:ucx), the target must be inside MPI: the waiter polls its own
  * words, the holder reads its NEXT at each update or its agent does every 50 us, and rank 0's
  * TAIL is served by rma.c's progress thread. */
-#include "sharedfp/rmalease.h"
+#include "sharedfp/lease.h"
 
 #include "core/comm.h"
 #include "core/common.h"

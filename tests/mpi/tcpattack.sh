@@ -7,7 +7,8 @@
 # the stranger checks the server's answers to it, the MPI program its records, transport and times.
 # usage: tcpattack.sh LAUNCHER... -- NP LIBPARIO PROGRAM STRANGER MODE EXPECT HOLD_MS DIR
 #   LAUNCHER...  the MPI test launcher (scripts/mpirun.sh FLAVOUR), before "--"
-#   EXPECT       the transport every rank must report: tcp, or mpi (the stranger took a place)
+#   EXPECT       the transport every rank must report: tcp (lease), or mpi (the stranger took a place)
+# PARIO_TCPATTACK_TRANSPORT=lease: addproc's lease over the same listener instead of tcp.
 #   DIR          a folder for the port file and markers (made if missing; this run's files removed)
 set -uo pipefail
 launcher=()
@@ -34,7 +35,7 @@ spid=$!
 # impostor: rank 0 names 127.0.0.2, where the stranger listens, before its own address.
 decoy=
 [ "$mode" = impostor ] && decoy=127.0.0.2
-PARIO_TEST_TCPCTR_DECOY=$decoy PARIO_ADDPROC_TRANSPORT=tcp PARIO_TEST_TCPCTR_PORTFILE=$base.port PARIO_TEST_TCPCTR_HOLD_MS=$hold \
+PARIO_TEST_TCPCTR_DECOY=$decoy PARIO_ADDPROC_TRANSPORT=${PARIO_TCPATTACK_TRANSPORT:-tcp} PARIO_TEST_TCPCTR_PORTFILE=$base.port PARIO_TEST_TCPCTR_HOLD_MS=$hold \
   "${launcher[@]}" "$np" --pario "$lib" "$prog" "$expect" "$hold" "$base.opened" "$base.done"
 mpi=$?
 if [ $mpi != 0 ] && [ ! -e "$base.done" ]; then kill "$spid" 2>/dev/null; fi
